@@ -1,0 +1,28 @@
+"""tracegrad: PyTorch-style autograd on NumPy with a graph-capture compiler.
+
+>>> import tracegrad as tg
+>>> x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+>>> y = (x * x).sum()
+>>> y.backward()
+>>> x.grad
+tensor([2., 4., 6.])
+"""
+from . import dtypes
+from .dtypes import (bool_ as bool, float32, float64, int32, int64, get_default_dtype,
+                     set_default_dtype, result_type, DType as dtype)
+from .dtypes import float32 as float, float64 as double, int64 as long  # noqa: A001
+from .tensor import Size, Tensor
+from . import _methods  # noqa: F401  (binds methods onto Tensor)
+from .creation import (arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full,
+                       full_like, linspace, manual_seed, ones, ones_like, rand, rand_like, randint,
+                       randn, randn_like, tensor, zeros, zeros_like)
+from .functional import *  # noqa: F401,F403
+from .functional import (abs, max, min, pow, sum)  # noqa: A004  (shadow builtins like torch)
+from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
+                                 is_inference_mode_enabled, no_grad, set_grad_enabled)
+from . import autograd
+from . import ops
+
+__version__ = "0.1.0"
+
+is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731

@@ -1,0 +1,167 @@
+"""Binds the functional API onto Tensor as methods, operators and in-place variants.
+Every method is a thin call into ``tracegrad.functional``: one place for each rule."""
+from __future__ import annotations
+
+from . import dtypes as _dt
+from . import functional as F
+from . import indexing
+from .autograd import grad_mode
+from .tensor import Tensor
+from .views import _history_alias, assign
+
+
+def _method(fn):
+    def m(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+
+    m.__name__ = fn.__name__
+    m.__doc__ = fn.__doc__
+    return m
+
+
+_PLAIN = [
+    "add", "sub", "mul", "div", "pow", "neg", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
+    "ge", "logical_and", "logical_or", "logical_not", "where", "clamp", "clip", "exp", "log",
+    "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "erf",
+    "floor", "abs", "sign", "square", "reciprocal", "log2", "log10", "sum", "mean", "var", "std",
+    "prod", "amax", "amin", "argmax", "argmin", "max", "min", "logsumexp", "reshape", "view",
+    "flatten", "unflatten", "unsqueeze", "squeeze", "permute", "transpose", "swapaxes", "t",
+    "expand", "expand_as", "broadcast_to", "contiguous", "clone", "flip", "narrow", "split",
+    "chunk", "unbind", "matmul", "mm", "bmm", "mv", "dot", "outer", "true_divide", "divide",
+    "greater", "less", "greater_equal", "less_equal", "not_equal",
+]
+for _name in _PLAIN:
+    setattr(Tensor, _name, _method(getattr(F, _name)))
+
+Tensor.multiply = Tensor.mul
+Tensor.subtract = Tensor.sub
+Tensor.negative = Tensor.neg
+Tensor.absolute = Tensor.abs
+
+
+def _where_method(self, condition, other):
+    """``x.where(cond, y)`` is ``where(cond, x, y)`` (PyTorch's method order)."""
+    return F.where(condition, self, other)
+
+
+Tensor.where = _where_method
+
+
+def _to(self, *args, dtype=None, **kwargs):
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = a.dtype
+        elif a not in ("cpu", None):
+            dtype = a
+    if dtype is None:
+        return self
+    return F.cast(self, _dt.to_dtype(dtype))
+
+
+Tensor.to = _to
+Tensor.type = lambda self, dtype=None: self.dtype.name if dtype is None else _to(self, dtype)
+for _name, _d in [("float", _dt.float32), ("double", _dt.float64), ("long", _dt.int64),
+                  ("int", _dt.int32), ("bool", _dt.bool_)]:
+    setattr(Tensor, _name, (lambda d: lambda self: F.cast(self, d))(_d))
+Tensor.cpu = lambda self: self
+Tensor.type_as = lambda self, other: F.cast(self, other.dtype)
+Tensor.T = property(lambda self: F.permute(self, tuple(reversed(range(self.ndim)))))
+Tensor.mT = property(lambda self: F.transpose(self, -2, -1))
+Tensor.__getitem__ = indexing.getitem
+Tensor.__setitem__ = indexing.setitem
+Tensor.gather = lambda self, dim, index: indexing.gather(self, dim, index)
+Tensor.nonzero = lambda self, as_tuple=False: indexing.nonzero(self, as_tuple)
+
+
+def _binop(fn, reflected=False):
+    if reflected:
+        return lambda self, other: fn(other, self)
+    return lambda self, other: fn(self, other)
+
+
+for _op, _fn in [("add", F.add), ("sub", F.sub), ("mul", F.mul), ("truediv", F.div),
+                 ("pow", F.pow), ("matmul", F.matmul)]:
+    setattr(Tensor, f"__{_op}__", _binop(_fn))
+    setattr(Tensor, f"__r{_op}__", _binop(_fn, reflected=True))
+for _op, _fn in [("eq", F.eq), ("ne", F.ne), ("lt", F.lt), ("le", F.le), ("gt", F.gt), ("ge", F.ge)]:
+    setattr(Tensor, f"__{_op}__", _binop(_fn))
+Tensor.__and__ = _binop(F.logical_and)
+Tensor.__or__ = _binop(F.logical_or)
+Tensor.__invert__ = lambda self: F.logical_not(self)
+Tensor.__neg__ = F.neg
+Tensor.__pos__ = lambda self: self
+Tensor.__abs__ = F.abs
+Tensor.__floordiv__ = lambda self, other: F.div(self, other, rounding_mode="floor")
+Tensor.__rtruediv__ = _binop(F.div, reflected=True)
+
+
+# ----------------------------------------------------------------------------- in-place variants
+def _inplace_source(self, *others):
+    """The operand to compute from: a private copy when autograd records the op, so that the
+    node saves the pre-update value (PyTorch's original_self) while ``self`` changes."""
+    from .tensor import Tensor as T
+
+    records = grad_mode.is_grad_enabled() and (
+        self.requires_grad or any(isinstance(o, T) and o.requires_grad for o in others))
+    if not records or self._is_traced:
+        return _history_alias(self) if records else self.detach()
+    alias = _history_alias(self)
+    alias._value = alias._value.copy()
+    from .tensor import VersionCounter
+
+    alias._vc = VersionCounter()
+    return alias
+
+
+def _inplace(fn):
+    def m(self, *args, **kwargs):
+        src = _inplace_source(self, *args, *kwargs.values())
+        return assign(self, fn(src, *args, **kwargs))
+
+    m.__name__ = fn.__name__ + "_"
+    return m
+
+
+for _name in ["add", "sub", "mul", "div", "pow", "clamp", "clip", "exp", "log", "sqrt", "tanh",
+              "sigmoid", "relu", "neg", "abs", "sin", "cos", "floor", "maximum", "minimum",
+              "square", "reciprocal", "sign", "log1p", "expm1", "rsqrt", "t", "squeeze",
+              "unsqueeze", "transpose"]:
+    if _name in ("t", "squeeze", "unsqueeze", "transpose"):
+        continue  # shape-changing in-place ops are not supported (they rarely make sense)
+    setattr(Tensor, _name + "_", _inplace(getattr(F, _name)))
+Tensor.__iadd__ = Tensor.add_
+Tensor.__isub__ = Tensor.sub_
+Tensor.__imul__ = Tensor.mul_
+Tensor.__itruediv__ = Tensor.div_
+
+
+def _zero_(self):
+    src = _inplace_source(self)
+    return assign(self, src * 0 if src.requires_grad else _zeros_like(src))
+
+
+def _fill_(self, value):
+    src = _inplace_source(self, value)
+    if src.requires_grad or (isinstance(value, Tensor) and value.requires_grad):
+        return assign(self, src * 0 + value)
+    return assign(self, F.expand(F.to_tensor(value, self.dtype), tuple(self.shape)))
+
+
+def _copy_(self, src_tensor, non_blocking=False):
+    value = F.to_tensor(src_tensor)
+    if tuple(value.shape) != tuple(self.shape):
+        value = F.expand(value, tuple(self.shape))
+    if value.dtype is not self.dtype:
+        value = F.cast(value, self.dtype)
+    return assign(self, value if value.requires_grad else value.detach())
+
+
+Tensor.zero_ = _zero_
+Tensor.fill_ = _fill_
+Tensor.copy_ = _copy_
+
+
+def _zeros_like(t):
+    from .creation import zeros_like
+
+    return zeros_like(t)

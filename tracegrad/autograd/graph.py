@@ -1,0 +1,321 @@
+"""The autograd graph: Nodes (``grad_fn``), saved tensors and hook handles.
+
+>>> import tracegrad as tg
+>>> a = tg.tensor([2.0], requires_grad=True)
+>>> b = (a * a).exp()
+>>> b.grad_fn.name(), b.grad_fn.next_functions[0][0].name()
+('ExpBackward0', 'MulBackward0')
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from . import grad_mode
+
+_handle_ids = itertools.count()
+
+
+class RemovableHandle:
+    """Returned by every ``register_*hook``; ``remove()`` unregisters the hook."""
+
+    def __init__(self, hooks_dict):
+        self.id = next(_handle_ids)
+        self._hooks = weakref.ref(hooks_dict) if _weakrefable(hooks_dict) else (lambda: hooks_dict)
+
+    def remove(self):
+        hooks = self._hooks()
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _weakrefable(obj):
+    try:
+        weakref.ref(obj)
+        return True
+    except TypeError:
+        return False
+
+
+class _HookDict(dict):
+    """A dict that can be weakly referenced by handles."""
+
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+
+class SavedTensor:
+    """A tensor saved for backward: remembers its version to detect in-place changes, applies
+    the active saved-tensor hooks, and is freed after backward unless retain_graph is set.
+
+    An op's own output is saved without a reference to its grad_fn (that would be a cycle);
+    ``unpack`` re-attaches the node so double backward flows through it."""
+
+    __slots__ = ("tensor", "version", "is_output", "node_ref", "output_nr", "packed", "unpack_hook",
+                 "freed", "name", "requires_grad")
+
+    def __init__(self, tensor, node=None, is_output=False):
+        from . import saved_hooks
+
+        self.freed = False
+        self.is_output = is_output
+        self.version = tensor._version
+        self.output_nr = tensor._output_nr
+        self.requires_grad = tensor.requires_grad
+        self.node_ref = weakref.ref(node) if (is_output and node is not None) else None
+        if is_output:
+            tensor = tensor.detach()
+        hooks = saved_hooks.current_hooks()
+        if hooks is not None:
+            pack, self.unpack_hook = hooks
+            self.packed = pack(tensor)
+            self.tensor = None
+        else:
+            self.packed, self.unpack_hook = None, None
+            self.tensor = tensor
+
+    def unpack(self, for_node=None):
+        from ..tensor import Tensor
+
+        if self.freed:
+            raise RuntimeError(FREED_MESSAGE)
+        if self.unpack_hook is not None:
+            t = self.unpack_hook(self.packed)
+            if not isinstance(t, Tensor):
+                raise TypeError(
+                    f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                    f"{type(t).__name__}"
+                )
+        else:
+            t = self.tensor
+            if t._version != self.version:
+                node = for_node.name() if for_node is not None else "a node"
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an "
+                    f"inplace operation: [{t.dtype.name} {list(t.shape)}], which is output 0 of "
+                    f"{node}, is at version {t._version}; expected version {self.version} instead. "
+                    "Hint: the backtrace further above can show the operation that failed to "
+                    "compute its gradient."
+                )
+        if self.is_output and self.requires_grad:
+            node = self.node_ref() if self.node_ref is not None else None
+            alias = t.detach()
+            alias._requires_grad = True
+            alias._grad_fn = node
+            alias._output_nr = self.output_nr
+            alias._vc = t._vc
+            return alias
+        return t
+
+    def free(self):
+        self.freed = True
+        self.tensor = None
+        self.packed = None
+
+
+class Node:
+    """A backward function in the autograd graph (``tensor.grad_fn``)."""
+
+    _seq = itertools.count()
+
+    def __init__(self, next_functions=()):
+        self._next_functions = tuple(next_functions)
+        self._hooks = _HookDict()
+        self._prehooks = _HookDict()
+        self._tensor_prehooks = {}  # output_nr -> weakref to the tensor owning hooks
+        self._retain_grad_tensors = {}
+        self.metadata = {}
+        self._seq_nr = next(Node._seq)
+        self._released = False
+        self._anomaly_trace = None
+
+    # -- PyTorch's Node interface
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def next_functions(self):
+        return self._next_functions
+
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` runs after this node; it may return new grad_inputs."""
+        h = RemovableHandle(self._hooks)
+        self._hooks[h.id] = fn
+        return h
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` runs before this node; it may return new grad_outputs."""
+        h = RemovableHandle(self._prehooks)
+        self._prehooks[h.id] = fn
+        return h
+
+    def _register_tensor_prehook(self, output_nr, tensor):
+        self._tensor_prehooks[output_nr] = weakref.ref(tensor)
+
+    def __call__(self, *grads):
+        return self.apply(list(grads))
+
+    # -- to implement
+    @property
+    def num_outputs(self):
+        return 1
+
+    def apply(self, grad_outputs):
+        """grad_outputs: one gradient (or None) per forward output; returns one per input."""
+        raise NotImplementedError
+
+    def release(self):
+        """Free saved tensors (after backward without retain_graph)."""
+        self._released = True
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+
+def gradient_edge(tensor):
+    """The (node, input_nr) a gradient for ``tensor`` flows into: its grad_fn or its
+    AccumulateGrad node (leaves that require grad), or None."""
+    if not tensor.requires_grad:
+        return None
+    fn = tensor.grad_fn
+    if fn is not None:
+        return (fn, tensor._output_nr)
+    return (AccumulateGrad.of(tensor), 0)
+
+
+class AccumulateGrad(Node):
+    """Accumulates into a leaf's ``.grad`` following PyTorch's layout rules."""
+
+    def __init__(self, variable):
+        super().__init__(())
+        self.variable = variable
+
+    @classmethod
+    def of(cls, tensor):
+        node = tensor._acc_node() if tensor._acc_node is not None else None
+        if node is None:
+            node = cls(tensor)
+            tensor._acc_node = weakref.ref(node)
+        return node
+
+    def apply(self, grad_outputs):
+        from . import engine
+
+        engine.accumulate_into_leaf(self.variable, grad_outputs[0])
+        return []
+
+
+class OpNode(Node):
+    """The backward of one registry primitive: calls its VJP rule on the saved values."""
+
+    def __init__(self, op, inputs, attrs, out):
+        from ..ops.registry import OpDef  # noqa: F401  (type only)
+
+        edges = [gradient_edge(t) if i not in op.nondiff_inputs else None
+                 for i, t in enumerate(inputs)]
+        super().__init__([e if e is not None else (None, 0) for e in edges])
+        self.op = op
+        self.attrs = attrs
+        self.input_meta = [(tuple(t.shape), t.dtype) for t in inputs]
+        self.needs_input_grad = tuple(e is not None for e in edges)
+        self.saved = {}
+        for key in op.save:
+            if key == "out":
+                self.saved[key] = SavedTensor(out, self, is_output=True)
+            else:
+                self.saved[key] = SavedTensor(inputs[key])
+
+    @classmethod
+    def attach(cls, op, inputs, attrs, out):
+        from . import anomaly
+
+        node = cls(op, inputs, attrs, out)
+        out._grad_fn = node
+        out._requires_grad = True
+        out._output_nr = 0
+        anomaly.record_forward_trace(node)
+        return node
+
+    def name(self):
+        return "".join(p.capitalize() for p in self.op.name.split("_")) + "Backward0"
+
+    def __getattr__(self, item):
+        # saved values as attributes, like PyTorch's _saved_self / _saved_result
+        if item.startswith("_saved_"):
+            key = item[len("_saved_"):]
+            key = "out" if key in ("result", "out") else key
+            if key in ("self",):
+                key = 0
+            elif key.isdigit():
+                key = int(key)
+            saved = self.__dict__.get("saved", {})
+            if key in saved:
+                return saved[key].unpack(self)
+            attrs = self.__dict__.get("attrs", {})
+            if key in attrs:
+                return attrs[key]
+        raise AttributeError(item)
+
+    def release(self):
+        super().release()
+        for s in self.saved.values():
+            s.free()
+
+    def apply(self, grad_outputs):
+        g = grad_outputs[0]
+        ctx = VJPContext(self)
+        grads = self.op.vjp(ctx, g)
+        if len(grads) != len(self.input_meta):
+            raise AssertionError(f"vjp of {self.op.name} returned {len(grads)} grads for "
+                                 f"{len(self.input_meta)} inputs")
+        return [fix_grad(gr, shape, dtype) if need else None
+                for gr, (shape, dtype), need in zip(grads, self.input_meta, self.needs_input_grad)]
+
+
+class VJPContext:
+    """What a VJP/JVP rule sees: saved values, attributes, input shapes and dtypes."""
+
+    def __init__(self, node):
+        self._node = node
+        self.attrs = node.attrs
+        self.shapes = [m[0] for m in node.input_meta]
+        self.dtypes = [m[1] for m in node.input_meta]
+        self.needs_input_grad = node.needs_input_grad
+
+    def input(self, i):
+        return self._node.saved[i].unpack(self._node)
+
+    @property
+    def out(self):
+        return self._node.saved["out"].unpack(self._node)
+
+    def __getattr__(self, item):
+        try:
+            return self.__dict__["attrs"][item]
+        except KeyError:
+            raise AttributeError(item) from None
+
+
+def fix_grad(grad, shape, dtype):
+    """The one place where broadcast gradients are summed back to the input's shape and cast
+    to its dtype."""
+    if grad is None:
+        return None
+    from .. import functional as F
+
+    if tuple(grad.shape) != tuple(shape):
+        grad = F.sum_to_shape(grad, shape)
+    if grad.dtype is not dtype:
+        grad = grad.to(dtype)
+    return grad

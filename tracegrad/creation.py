@@ -1,0 +1,247 @@
+"""Tensor creation: tensor, from_numpy, zeros/ones/full/empty/arange/linspace/eye, *_like,
+random tensors and the global seed.
+
+>>> import tracegrad as tg
+>>> tg.tensor([[1, 2], [3, 4]]).dtype, tg.tensor([1.0, 2.0]).dtype
+(tracegrad.int64, tracegrad.float32)
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import dtypes as _dt
+from .tensor import Tensor
+
+
+def _infer_nested(data, dim=0):
+    """Check that nested sequences are rectangular and hold numbers; return (shape, category)."""
+    if isinstance(data, Tensor):
+        return tuple(data.shape), data.dtype.category
+    if isinstance(data, np.ndarray):
+        return data.shape, _dt.from_numpy_dtype(data.dtype).category
+    if isinstance(data, (bool, np.bool_, numbers.Number)) and not isinstance(data, complex):
+        return (), _dt.scalar_category(data)
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    if not isinstance(data, (list, tuple)):
+        raise TypeError(
+            f"tensor(): could not infer dtype of {type(data).__name__}; expected numbers or "
+            "(nested) sequences of numbers"
+        )
+    if len(data) == 0:
+        return (0,), 2
+    shapes, cats = zip(*(_infer_nested(x, dim + 1) for x in data))
+    first = shapes[0]
+    for s in shapes[1:]:
+        if s != first:
+            raise ValueError(
+                f"expected sequence of length {first[0] if first else 0} at dim {dim + 1} "
+                f"(got {s[0] if s else 0})"
+            )
+    return (len(data),) + first, max(cats)
+
+
+def _flatten(data):
+    if isinstance(data, Tensor):
+        return data.detach().numpy()
+    if isinstance(data, (list, tuple)):
+        return [_flatten(x) for x in data]
+    return data
+
+
+def _wrap(array, dtype, requires_grad=False):
+    """Make a fresh tensor (a constant of the trace when tracing)."""
+    from .ir import trace
+
+    tracer = trace.current_tracer()
+    value = tracer.constant(array, dtype) if tracer is not None else array
+    t = Tensor._make(value, dtype)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def tensor(data, dtype=None, requires_grad=False, device=None):
+    """Create a tensor by copying ``data`` (numbers, nested lists, ndarrays or tensors)."""
+    shape, cat = _infer_nested(data)
+    if dtype is not None:
+        dt = _dt.to_dtype(dtype)
+    elif isinstance(data, np.ndarray):
+        dt = _dt.from_numpy_dtype(data.dtype)
+    elif isinstance(data, Tensor):
+        dt = data.dtype
+    else:
+        dt = _dt.category_default(cat)
+    array = np.array(_flatten(data), dtype=dt.np).reshape(shape)
+    return _wrap(array, dt, requires_grad)
+
+
+def as_tensor(data, dtype=None):
+    if isinstance(data, Tensor) and (dtype is None or data.dtype is _dt.to_dtype(dtype)):
+        return data
+    if isinstance(data, Tensor):
+        return data.to(dtype)
+    return tensor(data, dtype=dtype)
+
+
+def from_numpy(a):
+    """A tensor sharing memory with the ndarray ``a``."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(a).__name__})")
+    return Tensor._make(a, _dt.from_numpy_dtype(a.dtype))
+
+
+def from_dlpack(ext):
+    if isinstance(ext, Tensor):
+        return ext
+    return from_numpy(np.from_dlpack(ext))
+
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = int(s)
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"size must be a tuple of ints, but got an element of type {type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _float(dtype):
+    return _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+
+
+def zeros(*size, dtype=None, requires_grad=False, device=None):
+    dt = _float(dtype)
+    return _wrap(np.zeros(_shape(size), dt.np), dt, requires_grad)
+
+
+def ones(*size, dtype=None, requires_grad=False, device=None):
+    dt = _float(dtype)
+    return _wrap(np.ones(_shape(size), dt.np), dt, requires_grad)
+
+
+def empty(*size, dtype=None, requires_grad=False, device=None):
+    dt = _float(dtype)
+    return _wrap(np.zeros(_shape(size), dt.np), dt, requires_grad)
+
+
+def full(size, fill_value, dtype=None, requires_grad=False, device=None):
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    dt = _dt.to_dtype(dtype) if dtype is not None else _dt.category_default(_dt.scalar_category(fill_value))
+    return _wrap(np.full(_shape((size,) if isinstance(size, int) else size), fill_value, dt.np), dt,
+                 requires_grad)
+
+
+def _like(t, dtype):
+    return _dt.to_dtype(dtype) if dtype is not None else t.dtype
+
+
+def zeros_like(t, dtype=None, requires_grad=False):
+    dt = _like(t, dtype)
+    return _wrap(np.zeros(tuple(t.shape), dt.np), dt, requires_grad)
+
+
+def ones_like(t, dtype=None, requires_grad=False):
+    dt = _like(t, dtype)
+    return _wrap(np.ones(tuple(t.shape), dt.np), dt, requires_grad)
+
+
+def empty_like(t, dtype=None, requires_grad=False):
+    return zeros_like(t, dtype, requires_grad)
+
+
+def full_like(t, fill_value, dtype=None, requires_grad=False):
+    dt = _like(t, dtype)
+    return _wrap(np.full(tuple(t.shape), fill_value, dt.np), dt, requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if dtype is None:
+        is_float = any(isinstance(v, float) for v in (start, end, step))
+        dt = _dt.get_default_dtype() if is_float else _dt.int64
+    else:
+        dt = _dt.to_dtype(dtype)
+    return _wrap(np.arange(start, end, step).astype(dt.np), dt, requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
+    dt = _float(dtype)
+    return _wrap(np.linspace(start, end, steps).astype(dt.np), dt, requires_grad)
+
+
+def eye(n, m=None, dtype=None, requires_grad=False, device=None):
+    dt = _float(dtype)
+    return _wrap(np.eye(n, m, dtype=dt.np), dt, requires_grad)
+
+
+# ----------------------------------------------------------------------------- randomness
+class Generator:
+    """The global random state (``tg.manual_seed``). Seeds for traced random ops come from it."""
+
+    def __init__(self, seed=0):
+        self.manual_seed(seed)
+
+    def manual_seed(self, seed):
+        self.seed = int(seed)
+        self.rng = np.random.default_rng(self.seed)
+        return self
+
+    def next_seed(self):
+        return int(self.rng.integers(0, 2**62))
+
+
+default_generator = Generator(0)
+
+
+def manual_seed(seed):
+    return default_generator.manual_seed(seed)
+
+
+def _random(size, dtype, requires_grad, sample):
+    from .ir import trace
+
+    if trace.current_tracer() is not None:
+        trace.graph_break("random tensor creation (tg.randn/rand/randint) inside a compiled function")
+    dt = _float(dtype)
+    return _wrap(sample(_shape(size)).astype(dt.np), dt, requires_grad)
+
+
+def randn(*size, dtype=None, requires_grad=False, generator=None, device=None):
+    g = generator or default_generator
+    return _random(size, dtype, requires_grad, lambda s: g.rng.standard_normal(s))
+
+
+def rand(*size, dtype=None, requires_grad=False, generator=None, device=None):
+    g = generator or default_generator
+    return _random(size, dtype, requires_grad, lambda s: g.rng.random(s))
+
+
+def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    g = generator or default_generator
+    dt = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
+    return _random(size, dt, False, lambda s: g.rng.integers(low, high, s))
+
+
+def randn_like(t, dtype=None, requires_grad=False):
+    return randn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def rand_like(t, dtype=None, requires_grad=False):
+    return rand(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)

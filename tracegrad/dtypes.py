@@ -1,0 +1,140 @@
+"""dtypes and PyTorch's type-promotion rules.
+
+>>> import tracegrad as tg
+>>> tg.float32, tg.result_type(tg.ones(2, dtype=tg.int64), 1.5)
+(tracegrad.float32, tracegrad.float32)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class DType:
+    """A tensor element type. Instances are singletons compared by identity."""
+
+    __slots__ = ("name", "np", "short", "category", "itemsize", "c_type")
+
+    def __init__(self, name, np_dtype, short, category, c_type):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.short = short  # the IR spelling: f32, f64, i64, i32, b8
+        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.itemsize = self.np.itemsize
+        self.c_type = c_type
+
+    @property
+    def is_floating_point(self):
+        return self.category == 2
+
+    def __repr__(self):
+        return f"tracegrad.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+
+bool_ = DType("bool", np.bool_, "b8", 0, "uint8_t")
+int32 = DType("int32", np.int32, "i32", 1, "int32_t")
+int64 = DType("int64", np.int64, "i64", 1, "int64_t")
+float32 = DType("float32", np.float32, "f32", 2, "float")
+float64 = DType("float64", np.float64, "f64", 2, "double")
+
+ALL = (float32, float64, int64, int32, bool_)
+FLOATING = (float32, float64)
+_BY_NP = {d.np: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL}
+_ORDER = {bool_: 0, int32: 1, int64: 2, float32: 3, float64: 4}
+
+_default_float = float32
+
+
+def _by_name(name):
+    return _BY_NAME[name]
+
+
+def get_default_dtype():
+    return _default_float
+
+
+def set_default_dtype(d):
+    global _default_float
+    if d not in FLOATING:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default_float = d
+
+
+def from_numpy_dtype(npd) -> DType:
+    """Map a NumPy dtype to a tracegrad dtype (float16 and friends are rejected by name)."""
+    npd = np.dtype(npd)
+    d = _BY_NP.get(npd)
+    if d is None:
+        raise TypeError(
+            f"can't convert np.ndarray of type {npd}: the supported types are "
+            "float64, float32, int64, int32 and bool"
+        )
+    return d
+
+
+def to_dtype(d) -> DType:
+    """Accept a DType, a NumPy dtype, a Python type or a name such as 'float32'."""
+    if isinstance(d, DType):
+        return d
+    if d is float:
+        return float64
+    if d is int:
+        return int64
+    if d is bool:
+        return bool_
+    if isinstance(d, str) and d in _BY_NAME:
+        return _BY_NAME[d]
+    try:
+        return from_numpy_dtype(d)
+    except TypeError:
+        raise TypeError(f"expected a tracegrad dtype, got {d!r}") from None
+
+
+def promote(a: DType, b: DType) -> DType:
+    """The larger of two dtypes in PyTorch's lattice bool < int32 < int64 < float32 < float64."""
+    return a if _ORDER[a] >= _ORDER[b] else b
+
+
+def scalar_category(x) -> int:
+    if isinstance(x, (bool, np.bool_)):
+        return 0
+    if isinstance(x, (int, np.integer)):
+        return 1
+    return 2
+
+
+def category_default(cat: int) -> DType:
+    return (bool_, int64, get_default_dtype())[cat]
+
+
+def result_type(*args) -> DType:
+    """PyTorch's promotion: tensors with dims > 0 first, then 0-dim tensors, then Python scalars.
+
+    A lower-priority participant only changes the result when it is of a higher category
+    (bool < integer < floating), in which case the category's default dtype is used
+    (for 0-dim tensors: their own dtype).
+    """
+    from .tensor import Tensor
+
+    dims = [a.dtype for a in args if isinstance(a, Tensor) and a.ndim > 0]
+    zero = [a.dtype for a in args if isinstance(a, Tensor) and a.ndim == 0]
+    scalars = [scalar_category(a) for a in args if not isinstance(a, Tensor)]
+    result = None
+    for d in dims:
+        result = d if result is None else promote(result, d)
+    for d in zero:
+        if result is None:
+            result = d
+        elif d.category > result.category:
+            result = d
+        elif d.category == result.category and not dims:
+            result = promote(result, d)
+    for c in scalars:
+        if result is None:
+            result = category_default(c)
+        elif c > result.category:
+            result = category_default(c)
+    return result if result is not None else get_default_dtype()

@@ -1,0 +1,315 @@
+"""Elementwise primitives: unary math, binary arithmetic and comparisons, where, clamp, cast.
+
+Each op is one registration made by a family factory (``unary``, ``binary``, ``compare``);
+rules are written with tracegrad ops so they differentiate again and trace.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as _dt
+from .registry import defop
+from .shapes import broadcast_shapes
+
+def _float_result(x):
+    return x.dtype if x.dtype.is_floating_point else _dt.get_default_dtype()
+
+
+def _infer_unary_float(x, **_):
+    return tuple(x.shape), _float_result(x)
+
+
+def _infer_unary_same(x, **_):
+    return tuple(x.shape), x.dtype
+
+
+def _quiet(fn):
+    def impl(*arrays, **attrs):
+        with np.errstate(all="ignore"):
+            return fn(*arrays, **attrs)
+
+    impl.__name__ = getattr(fn, "__name__", "impl")
+    return impl
+
+
+def unary(name, fn, vjp, jvp, c, save=(0,), float_only=True, differentiable=True):
+    infer = _infer_unary_float if float_only else _infer_unary_same
+    return defop(name, infer=infer, impl=_quiet(fn), vjp=vjp, jvp=jvp, save=save, c=c,
+                 kind="elementwise", differentiable=differentiable,
+                 sample=lambda: [((_sample_for(name),), {})])
+
+
+def _sample_for(name):
+    # a domain where the function is smooth, for the registry-driven tests
+    return {"log": "positive", "sqrt": "positive", "rsqrt": "positive", "log1p": "positive",
+            "abs": "nonzero", "sign": "nonzero", "relu": "nonzero", "tan": "small"}.get(name, "any")
+
+
+def _infer_binary(a, b, **_):
+    if a.dtype is not b.dtype:
+        raise TypeError(f"binary primitive expects equal dtypes, got {a.dtype} and {b.dtype}")
+    return broadcast_shapes(a.shape, b.shape), a.dtype
+
+
+def _infer_compare(a, b, **_):
+    return broadcast_shapes(a.shape, b.shape), _dt.bool_
+
+
+def binary(name, fn, vjp, jvp, c, save=(0, 1)):
+    return defop(name, infer=_infer_binary, impl=_quiet(fn), vjp=vjp, jvp=jvp, save=save, c=c,
+                 kind="elementwise", sample=lambda: [(("any", "any"), {})])
+
+
+def compare(name, fn, c):
+    return defop(name, infer=_infer_compare, impl=fn, c=c, kind="elementwise",
+                 differentiable=False)
+
+
+# ----------------------------------------------------------------------------- unary math
+# ``{0}`` is the operand in C; generated C includes <tgmath.h>, so exp() serves float and double.
+NEG = unary("neg", np.negative, save=(), float_only=False, vjp=lambda ctx, g: (-g,),
+            jvp=lambda ctx, t: -t, c="(-{0})")
+EXP = unary("exp", np.exp, save=("out",), vjp=lambda ctx, g: (g * ctx.out,),
+            jvp=lambda ctx, t: t * ctx.out, c="exp({0})")
+LOG = unary("log", np.log, vjp=lambda ctx, g: (g / ctx.input(0),),
+            jvp=lambda ctx, t: t / ctx.input(0), c="log({0})")
+LOG1P = unary("log1p", np.log1p, vjp=lambda ctx, g: (g / (ctx.input(0) + 1),),
+              jvp=lambda ctx, t: t / (ctx.input(0) + 1), c="log1p({0})")
+EXPM1 = unary("expm1", np.expm1, save=("out",), vjp=lambda ctx, g: (g * (ctx.out + 1),),
+              jvp=lambda ctx, t: t * (ctx.out + 1), c="expm1({0})")
+SQRT = unary("sqrt", np.sqrt, save=("out",), vjp=lambda ctx, g: (g / (2 * ctx.out),),
+             jvp=lambda ctx, t: t / (2 * ctx.out), c="sqrt({0})")
+RSQRT = unary("rsqrt", lambda x: 1 / np.sqrt(x), save=("out",),
+              vjp=lambda ctx, g: (g * -0.5 * ctx.out ** 3,),
+              jvp=lambda ctx, t: t * -0.5 * ctx.out ** 3, c="(1 / sqrt({0}))")
+ABS = unary("abs", np.abs, float_only=False, vjp=lambda ctx, g: (g * ctx.input(0).sign(),),
+            jvp=lambda ctx, t: t * ctx.input(0).sign(), c="fabs({0})")
+SIGN = unary("sign", np.sign, save=(), float_only=False,
+             vjp=lambda ctx, g: (g * 0,), jvp=lambda ctx, t: t * 0,
+             c="(({0} > 0) - ({0} < 0))")
+SIN = unary("sin", np.sin, vjp=lambda ctx, g: (g * ctx.input(0).cos(),),
+            jvp=lambda ctx, t: t * ctx.input(0).cos(), c="sin({0})")
+COS = unary("cos", np.cos, vjp=lambda ctx, g: (-g * ctx.input(0).sin(),),
+            jvp=lambda ctx, t: -t * ctx.input(0).sin(), c="cos({0})")
+TAN = unary("tan", np.tan, save=("out",), vjp=lambda ctx, g: (g * (1 + ctx.out * ctx.out),),
+            jvp=lambda ctx, t: t * (1 + ctx.out * ctx.out), c="tan({0})")
+TANH = unary("tanh", np.tanh, save=("out",), vjp=lambda ctx, g: (g * (1 - ctx.out * ctx.out),),
+             jvp=lambda ctx, t: t * (1 - ctx.out * ctx.out), c="tanh({0})")
+
+
+def _sigmoid(x):
+    # stable for large |x|: exp of a non-positive number only
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+SIGMOID = unary("sigmoid", _sigmoid, save=("out",),
+                vjp=lambda ctx, g: (g * ctx.out * (1 - ctx.out),),
+                jvp=lambda ctx, t: t * ctx.out * (1 - ctx.out),
+                c="(1 / (1 + exp(-({0}))))")
+
+
+def _erf(x):
+    from scipy.special import erf as _scipy_erf  # noqa: PLC0415  (optional dependency)
+
+    return _scipy_erf(x)
+
+
+def _erf_np(x):
+    try:
+        return _erf(x).astype(x.dtype, copy=False)
+    except ImportError:
+        return np.vectorize(math.erf, otypes=[x.dtype])(x)
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+ERF = unary("erf", _erf_np,
+            vjp=lambda ctx, g: (g * _TWO_OVER_SQRT_PI * (-(ctx.input(0) * ctx.input(0))).exp(),),
+            jvp=lambda ctx, t: t * _TWO_OVER_SQRT_PI * (-(ctx.input(0) * ctx.input(0))).exp(),
+            c="erf({0})")
+# relu's derivative at 0 is 0, as in PyTorch (threshold_backward uses x > 0)
+RELU = unary("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False), save=("out",),
+             float_only=False,
+             vjp=lambda ctx, g: (g * (ctx.out > 0).to(g.dtype),),
+             jvp=lambda ctx, t: t * (ctx.out > 0).to(t.dtype),
+             c="({0} > 0 ? {0} : 0)")
+LOGICAL_NOT = defop("logical_not", infer=lambda x: (tuple(x.shape), _dt.bool_),
+                    impl=np.logical_not, c="(!{0})", kind="elementwise", differentiable=False)
+FLOOR = unary("floor", np.floor, save=(), float_only=False, vjp=lambda ctx, g: (g * 0,),
+              jvp=lambda ctx, t: t * 0, c="floor({0})")
+
+
+# ----------------------------------------------------------------------------- binary
+def _pow_vjp(ctx, g):
+    a, b = ctx.input(0), ctx.input(1)
+    ga = gb = None
+    if ctx.needs_input_grad[0]:
+        # d/da a**b = b * a**(b-1), defined as 0 where b == 0 (PyTorch's convention)
+        ga = (g * b * a ** (b - 1)).where(b != 0, 0.0)
+    if ctx.needs_input_grad[1]:
+        out = a ** b
+        gb = (g * out * a.log()).where((a != 0) | (b < 0), 0.0)
+    return ga, gb
+
+
+def _pow_jvp(ctx, ta, tb):
+    a, b = ctx.input(0), ctx.input(1)
+    res = None
+    if ta is not None:
+        res = (ta * b * a ** (b - 1)).where(b != 0, 0.0)
+    if tb is not None:
+        part = (tb * a ** b * a.log()).where((a != 0) | (b < 0), 0.0)
+        res = part if res is None else res + part
+    return res
+
+
+def _lin_jvp(sign_b):
+    def jvp(ctx, ta, tb):
+        if tb is None:
+            return ta
+        tb = tb if sign_b > 0 else -tb
+        return tb if ta is None else ta + tb
+
+    return jvp
+
+
+def _mul_jvp(ctx, ta, tb):
+    res = None if ta is None else ta * ctx.input(1)
+    if tb is not None:
+        part = ctx.input(0) * tb
+        res = part if res is None else res + part
+    return res
+
+
+def _div_jvp(ctx, ta, tb):
+    a, b = ctx.input(0), ctx.input(1)
+    res = None if ta is None else ta / b
+    if tb is not None:
+        part = -tb * a / (b * b)
+        res = part if res is None else res + part
+    return res
+
+
+def _minmax_vjp(pick_a):
+    # ties split the gradient evenly, like torch.maximum / torch.minimum
+    def vjp(ctx, g):
+        a, b = ctx.input(0), ctx.input(1)
+        wins = pick_a(a, b).to(g.dtype)
+        ties = (a == b).to(g.dtype)
+        wa = wins + ties * 0.5
+        return g * wa, g * (1 - wa)
+
+    return vjp
+
+
+def _minmax_jvp(pick_a):
+    def jvp(ctx, ta, tb):
+        a, b = ctx.input(0), ctx.input(1)
+        wa = pick_a(a, b).to(a.dtype) + (a == b).to(a.dtype) * 0.5
+        res = None if ta is None else ta * wa
+        if tb is not None:
+            res = tb * (1 - wa) if res is None else res + tb * (1 - wa)
+        return res
+
+    return jvp
+
+
+def _true_divide(a, b):
+    return np.divide(a, b)
+
+
+ADD = binary("add", np.add, save=(), vjp=lambda ctx, g: (g, g), jvp=_lin_jvp(1), c="({0} + {1})")
+SUB = binary("sub", np.subtract, save=(), vjp=lambda ctx, g: (g, -g), jvp=_lin_jvp(-1),
+             c="({0} - {1})")
+MUL = binary("mul", np.multiply,
+             vjp=lambda ctx, g: (g * ctx.input(1) if ctx.needs_input_grad[0] else None,
+                                 g * ctx.input(0) if ctx.needs_input_grad[1] else None),
+             jvp=_mul_jvp, c="({0} * {1})")
+DIV = binary("div", _true_divide,
+             vjp=lambda ctx, g: (g / ctx.input(1) if ctx.needs_input_grad[0] else None,
+                                 -g * ctx.input(0) / (ctx.input(1) * ctx.input(1))
+                                 if ctx.needs_input_grad[1] else None),
+             jvp=_div_jvp, c="({0} / {1})")
+POW = binary("pow", np.power, vjp=_pow_vjp, jvp=_pow_jvp, c="pow({0}, {1})")
+MAXIMUM = binary("maximum", np.maximum, vjp=_minmax_vjp(lambda a, b: a > b),
+                 jvp=_minmax_jvp(lambda a, b: a > b), c="({0} > {1} ? {0} : {1})")
+MINIMUM = binary("minimum", np.minimum, vjp=_minmax_vjp(lambda a, b: a < b),
+                 jvp=_minmax_jvp(lambda a, b: a < b), c="({0} < {1} ? {0} : {1})")
+
+EQ = compare("eq", np.equal, "({0} == {1})")
+NE = compare("ne", np.not_equal, "({0} != {1})")
+LT = compare("lt", np.less, "({0} < {1})")
+LE = compare("le", np.less_equal, "({0} <= {1})")
+GT = compare("gt", np.greater, "({0} > {1})")
+GE = compare("ge", np.greater_equal, "({0} >= {1})")
+LOGICAL_AND = compare("logical_and", np.logical_and, "({0} && {1})")
+LOGICAL_OR = compare("logical_or", np.logical_or, "({0} || {1})")
+
+
+# ----------------------------------------------------------------------------- where, clamp, cast
+def _infer_where(cond, a, b):
+    if cond.dtype is not _dt.bool_:
+        raise TypeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {cond.dtype}")
+    if a.dtype is not b.dtype:
+        raise TypeError(f"where primitive expects equal dtypes, got {a.dtype} and {b.dtype}")
+    return broadcast_shapes(cond.shape, a.shape, b.shape), a.dtype
+
+
+def _where_vjp(ctx, g):
+    cond = ctx.input(0)
+    zero = g * 0
+    return None, g.where(cond, zero), zero.where(cond, g)
+
+
+def _where_jvp(ctx, tc, ta, tb):
+    cond = ctx.input(0)
+    ta = ta if ta is not None else 0.0
+    tb = tb if tb is not None else 0.0
+    from ..functional import where
+
+    return where(cond, ta, tb)
+
+
+WHERE = defop("where", infer=_infer_where, impl=np.where, vjp=_where_vjp, jvp=_where_jvp, save=(0,),
+              nondiff_inputs=(0,), c="({0} ? {1} : {2})", kind="elementwise",
+              sample=lambda: [(("bool", "any", "any"), {})])
+
+
+def _infer_clamp(x, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return tuple(x.shape), x.dtype
+
+
+def _clamp_impl(x, min=None, max=None):
+    return np.clip(x, min, max).astype(x.dtype, copy=False)
+
+
+def _clamp_mask(x, min, max):
+    # gradient passes where min <= x <= max (inclusive bounds, as in PyTorch)
+    mask = None
+    if min is not None:
+        mask = x >= min
+    if max is not None:
+        m = x <= max
+        mask = m if mask is None else mask & m
+    return mask
+
+
+CLAMP = defop("clamp", infer=_infer_clamp, impl=_clamp_impl, save=(0,), kind="elementwise",
+              vjp=lambda ctx, g: (g * _clamp_mask(ctx.input(0), ctx.min, ctx.max).to(g.dtype),),
+              jvp=lambda ctx, t: t * _clamp_mask(ctx.input(0), ctx.min, ctx.max).to(t.dtype),
+              c=None, sample=lambda: [(("any",), {"min": -0.5, "max": 0.7}),
+                                      (("any",), {"min": -0.3})])
+
+
+def _cast_vjp(ctx, g):
+    src = ctx.dtypes[0]
+    return (g.to(src) if src.is_floating_point else None,)
+
+
+CAST = defop("cast", infer=lambda x, dtype: (tuple(x.shape), dtype),
+             impl=lambda x, dtype: x.astype(dtype.np), save=(), kind="elementwise",
+             vjp=_cast_vjp, jvp=lambda ctx, t: t.to(ctx.dtype), c="(({ctype}){0})")

@@ -1,0 +1,96 @@
+"""The op registry: one ``OpDef`` per primitive, carrying every rule of that primitive, and
+``dispatch``, the single path by which any primitive runs (eagerly or into a trace).
+
+An OpDef holds:
+- ``infer(*inputs, **attrs) -> (shape, dtype)``: inputs are anything with ``.shape`` and
+  ``.dtype`` (Tensors, IR values); it validates and raises clear errors;
+- ``impl(*arrays, **attrs) -> ndarray``: the NumPy implementation (also the interpreter's);
+- ``vjp(ctx, g) -> tuple``: one gradient per input (or None), written with tracegrad ops so it
+  is itself differentiable and traceable; broadcasting and dtype are fixed up centrally;
+- ``jvp(ctx, *tangents) -> tangent``: forward mode (tangents of non-differentiable inputs are None);
+- ``save``: what ``vjp`` reads: input positions and/or ``"out"``. This is the saved-tensor
+  annotation the differentiation pass and the ``.saved`` report use;
+- ``c``: a C expression template for elementwise ops (``"expf({0})"``) or None when the C
+  backend lowers the op with a kernel of its own; ``cuda`` the same for CUDA;
+- ``version``: part of the compile-cache key; bump it when any rule changes.
+
+Example (the whole definition of ``neg``)::
+
+    NEG = unary("neg", np.negative, vjp=lambda ctx, g: (-g,), jvp=lambda ctx, t: -t, c="(-{0})")
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import grad_mode
+
+REGISTRY: dict[str, "OpDef"] = {}
+
+
+class OpDef:
+    def __init__(self, name, infer, impl, vjp=None, jvp=None, save=(), c=None, cuda=None,
+                 differentiable=True, nondiff_inputs=(), version=1, kind="other", random=False,
+                 sample=None):
+        self.name = name
+        self.infer = infer
+        self.impl = impl
+        self.vjp = vjp
+        self.jvp = jvp
+        self.save = tuple(save)
+        self.c = c
+        self.cuda = cuda
+        self.differentiable = differentiable
+        self.nondiff_inputs = frozenset(nondiff_inputs)  # e.g. index tensors
+        self.version = version
+        self.kind = kind  # elementwise | reduce | movement | index | linalg | nn | other
+        self.random = random
+        # sample() -> list of (args, attrs) used by the registry-driven tests
+        self.sample = sample
+
+    def __repr__(self):
+        return f"<op {self.name}>"
+
+    def __call__(self, *inputs, **attrs):
+        return dispatch(self, *inputs, **attrs)
+
+
+def register(op: OpDef) -> OpDef:
+    if op.name in REGISTRY:
+        raise ValueError(f"op {op.name!r} registered twice")
+    REGISTRY[op.name] = op
+    return op
+
+
+def defop(name, **kwargs) -> OpDef:
+    return register(OpDef(name, **kwargs))
+
+
+def dispatch(op: OpDef, *inputs, **attrs):
+    """Run ``op`` on Tensors: eagerly with NumPy, or recorded into the active trace.
+    Records an autograd Node when grad mode is on and an input requires grad."""
+    from ..ir import trace
+    from ..tensor import Tensor
+
+    shape, dtype = op.infer(*inputs, **attrs)
+    tracer = trace.current_tracer()
+    if tracer is not None:
+        value = tracer.record(op, inputs, attrs, shape, dtype)
+    else:
+        value = op.impl(*[t._value for t in inputs], **attrs)
+        if not isinstance(value, np.ndarray):
+            value = np.asarray(value)
+        if value.dtype != dtype.np:
+            value = value.astype(dtype.np)
+        if value.shape != tuple(shape):
+            raise AssertionError(f"{op.name}: impl gave shape {value.shape}, infer said {shape}")
+    out = Tensor._make(value, dtype)
+    if (op.differentiable and dtype.is_floating_point and grad_mode.is_grad_enabled()
+            and any(t._requires_grad for i, t in enumerate(inputs) if i not in op.nondiff_inputs)):
+        from ..autograd.graph import OpNode
+
+        OpNode.attach(op, inputs, attrs, out)
+    from ..autograd import forward_ad
+
+    if forward_ad._active_level is not None:
+        forward_ad.propagate(op, inputs, attrs, out)
+    return out

@@ -1,0 +1,397 @@
+"""Tensor: NumPy storage (eager) or a symbolic IR value (while tracing), plus autograd metadata.
+
+>>> import tracegrad as tg
+>>> x = tg.tensor([1.0, 2.0], requires_grad=True)
+>>> (x * x).sum().backward()
+>>> x.grad
+tensor([2., 4.])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes as _dt
+from .autograd import grad_mode
+
+
+class Size(tuple):
+    """A tensor shape: a tuple that prints like PyTorch's ``torch.Size``."""
+
+    def __repr__(self):
+        return f"tracegrad.Size([{', '.join(map(str, self))}])"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class VersionCounter:
+    """Shared by a base tensor and all its views; bumped by every in-place write."""
+
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+
+def _is_symbolic(v):
+    return not isinstance(v, np.ndarray)
+
+
+class Tensor:
+    """An n-dimensional array with autograd; see ``tg.tensor`` for construction."""
+
+    __array_priority__ = 1000  # make ``ndarray * Tensor`` defer to Tensor.__rmul__
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("use tg.tensor(data), tg.zeros(shape), ... to create tensors")
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def _make(cls, value, dtype=None, requires_grad=False):
+        """Wrap an ndarray (eager) or an IR value (traced) without copying."""
+        t = object.__new__(cls)
+        t._value = value
+        t._dtype = dtype if dtype is not None else _dt.from_numpy_dtype(value.dtype)
+        t._requires_grad = requires_grad
+        t._grad = None
+        t._grad_fn = None
+        t._output_nr = 0
+        t._vc = VersionCounter()
+        t._base = None
+        t._view_fn = None
+        t._view_seen = 0
+        t._retains_grad = False
+        t._hooks = None
+        t._post_acc_hooks = None
+        t._acc_node = None
+        t._inference = grad_mode.is_inference_mode_enabled()
+        return t
+
+    # ----------------------------------------------------------------- basic attributes
+    @property
+    def shape(self):
+        return Size(self._value.shape)
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def ndim(self):
+        return len(self._value.shape)
+
+    def dim(self):
+        return self.ndim
+
+    def size(self, dim=None):
+        if dim is None:
+            return self.shape
+        return self.shape[_wrap_dim(dim, self.ndim)]
+
+    def numel(self):
+        return self.shape.numel()
+
+    nelement = numel
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def element_size(self):
+        return self._dtype.itemsize
+
+    @property
+    def device(self):
+        return "cpu"
+
+    def is_floating_point(self):
+        return self._dtype.is_floating_point
+
+    def _raw(self):
+        """The storage: an ndarray, or the current IR value while tracing."""
+        from .ir import trace
+
+        tracer = trace.current_tracer()
+        if tracer is not None:
+            return tracer.value_of(self)
+        return self._value
+
+    @property
+    def _is_traced(self):
+        return _is_symbolic(self._value)
+
+    # ----------------------------------------------------------------- autograd attributes
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad=True):
+        if not self.is_leaf and not requires_grad:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use "
+                "a computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach()."
+            )
+        if requires_grad and not self._dtype.is_floating_point:
+            raise RuntimeError(
+                f"only Tensors of floating point dtype can require gradients (got {self._dtype})"
+            )
+        if self._inference and requires_grad:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self):
+        if self._base is not None and self._view_seen != self._vc.value:
+            self._refresh_view_graph()
+        return self._grad_fn
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def grad(self):
+        from .ir import trace
+
+        tracer = trace.current_tracer()
+        if tracer is not None:
+            return tracer.get_grad(self)
+        if self._grad is None and not self.is_leaf and not self._retains_grad:
+            import warnings
+
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you indeed "
+                "want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() "
+                "on the non-leaf Tensor.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        from .ir import trace
+
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+            if tuple(value.shape) != tuple(self.shape):
+                raise RuntimeError(
+                    f"assigned grad has data of a different size: expected {list(self.shape)}, "
+                    f"got {list(value.shape)}"
+                )
+            if value.dtype is not self.dtype:
+                raise RuntimeError(
+                    f"assigned grad has data of a different type: expected {self.dtype}, got {value.dtype}"
+                )
+        tracer = trace.current_tracer()
+        if tracer is not None:
+            tracer.set_grad(self, value)
+            return
+        self._grad = value
+
+    @property
+    def data(self):
+        t = Tensor._make(self._value, self._dtype)
+        t._vc = self._vc
+        return t
+
+    @data.setter
+    def data(self, other):
+        self._value = other._value
+        self._dtype = other._dtype
+        self._vc = VersionCounter()
+
+    @property
+    def _version(self):
+        return self._vc.value
+
+    def _bump_version(self):
+        self._vc.value += 1
+
+    def retain_grad(self):
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if not self.is_leaf:
+            self._retains_grad = True
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    def register_hook(self, hook):
+        """Run ``hook(grad)`` when the gradient for this tensor is computed; it may return a
+        replacement gradient. Returns a handle whose ``remove()`` unregisters the hook."""
+        from .autograd.graph import RemovableHandle
+
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._hooks is None:
+            self._hooks = {}
+        handle = RemovableHandle(self._hooks)
+        self._hooks[handle.id] = hook
+        if self.grad_fn is not None:
+            self.grad_fn._register_tensor_prehook(self._output_nr, self)
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook):
+        from .autograd.graph import RemovableHandle
+
+        if not self.is_leaf:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = {}
+        handle = RemovableHandle(self._post_acc_hooks)
+        self._post_acc_hooks[handle.id] = hook
+        return handle
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from .autograd import engine
+
+        engine.backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+
+    def detach(self):
+        t = Tensor._make(self._raw_for_alias(), self._dtype)
+        t._vc = self._vc
+        return t
+
+    def detach_(self):
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    def _raw_for_alias(self):
+        return self._raw()
+
+    # ----------------------------------------------------------------- views
+    def _refresh_view_graph(self):
+        """The base was written in place after this view was taken: re-derive the view from
+        the base so that its value and autograd history match the base's (PyTorch does the
+        same lazily when a view's grad_fn is read)."""
+        base = self._base
+        self._view_seen = self._vc.value
+        if base.requires_grad and grad_mode.is_grad_enabled():
+            fresh = self._view_fn(base)
+            self._grad_fn = fresh._grad_fn
+            self._output_nr = fresh._output_nr
+            self._requires_grad = True
+
+    # ----------------------------------------------------------------- conversion
+    def numpy(self, *, force=False):
+        if self._is_traced:
+            _graph_break(".numpy() on a traced tensor")
+        if self.requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+            )
+        return self._value
+
+    def __array__(self, dtype=None, copy=None):
+        if self._is_traced:
+            _graph_break("np.asarray() on a traced tensor")
+        a = self._value
+        if dtype is not None:
+            a = a.astype(dtype, copy=False)
+        return a.copy() if copy else a
+
+    def item(self):
+        if self._is_traced:
+            _graph_break(".item() on a traced tensor")
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"a Tensor with {self.numel()} elements cannot be converted to Scalar"
+            )
+        return self._value.reshape(()).item()
+
+    def tolist(self):
+        if self._is_traced:
+            _graph_break(".tolist() on a traced tensor")
+        return self._value.tolist()
+
+    def __bool__(self):
+        if self._is_traced:
+            _graph_break("bool() on a traced tensor (Python control flow on a tensor value)")
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with {self.numel()} elements is ambiguous"
+            )
+        return bool(self._value.reshape(()))
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._dtype.category != 1 or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __dlpack__(self, stream=None, **kwargs):
+        if self.requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        return self.numpy().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._value.__dlpack_device__()
+
+    def __hash__(self):
+        return id(self)
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self):
+        from ._repr import tensor_repr
+
+        return tensor_repr(self)
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user support the deepcopy protocol")
+        t = Tensor._make(self._value.copy(), self._dtype, self._requires_grad)
+        if self._grad is not None:
+            t._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = t
+        return t
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild, (self.detach().numpy().copy(), self._dtype.name, self._requires_grad))
+
+
+def _rebuild(array, dtype_name, requires_grad):
+    return Tensor._make(array, _dt.to_dtype(dtype_name), requires_grad)
+
+
+def _graph_break(reason):
+    from .ir import trace
+
+    trace.graph_break(reason)
+    raise RuntimeError(reason)  # not reached while tracing; outside tracing traced tensors don't exist
+
+
+def _wrap_dim(dim, ndim):
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim % n if ndim else 0
