@@ -26,3 +26,5 @@ from . import ops
 __version__ = "0.1.0"
 
 is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731
+from .compiler import compile, explain  # noqa: A004
+from . import compiler

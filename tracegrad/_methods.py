@@ -71,6 +71,17 @@ Tensor.__getitem__ = indexing.getitem
 Tensor.__setitem__ = indexing.setitem
 Tensor.gather = lambda self, dim, index: indexing.gather(self, dim, index)
 Tensor.nonzero = lambda self, as_tuple=False: indexing.nonzero(self, as_tuple)
+for _name in ["scatter_add", "index_select", "index_add", "sort", "topk", "argsort", "argwhere"]:
+    setattr(Tensor, _name, _method(getattr(F, _name)))
+Tensor.index_add_ = lambda self, dim, index, source, *, alpha=1: _index_ops().index_add_(
+    self, dim, index, source, alpha=alpha)
+Tensor.scatter_add_ = lambda self, dim, index, src: _index_ops().scatter_add_(self, dim, index, src)
+
+
+def _index_ops():
+    from .ops import index
+
+    return index
 
 
 def _binop(fn, reflected=False):

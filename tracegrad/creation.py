@@ -245,3 +245,15 @@ def randn_like(t, dtype=None, requires_grad=False):
 
 def rand_like(t, dtype=None, requires_grad=False):
     return rand(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def seed_tensor():
+    """A fresh int64 seed for a random op. While tracing it is a program input that the
+    compiled program draws from the global generator on every call (so dropout masks differ
+    between calls, stay reproducible under tg.manual_seed, and never force a retrace)."""
+    from .ir import trace
+
+    tracer = trace.current_tracer()
+    if tracer is not None:
+        return Tensor._make(tracer.seed_input(), _dt.int64)
+    return Tensor._make(np.asarray(default_generator.next_seed(), dtype=np.int64), _dt.int64)

@@ -612,3 +612,8 @@ def outer(a, b):
 
 def addmm(input, a, b, beta=1, alpha=1):
     return add(mul(input, beta) if beta != 1 else input, mul(mm(a, b), alpha) if alpha != 1 else mm(a, b))
+
+
+# ----------------------------------------------------------------------------- ordering, gather/scatter
+from .ops.index import (argsort, argwhere, gather, index_add, index_select, nonzero,  # noqa: E402
+                        scatter_add, sort, topk)

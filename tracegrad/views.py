@@ -28,6 +28,7 @@ def make_view(out, src, view_fn, inv_fn):
     out._view_inv = inv
     out._vc = root._vc
     out._view_seen = root._vc.value
+    out._traced_seen = root._vc.value
     return out
 
 

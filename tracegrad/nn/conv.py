@@ -1,0 +1,113 @@
+"""Conv2d and MaxPool2d (NCHW), with PyTorch's arguments, initialisation and repr.
+
+>>> import tracegrad as tg
+>>> _ = tg.manual_seed(0)
+>>> conv = tg.nn.Conv2d(1, 8, 3, padding=1)
+>>> conv
+Conv2d(1, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))
+>>> conv(tg.ones(2, 1, 6, 6)).shape
+tracegrad.Size([2, 8, 6, 6])
+>>> tg.nn.MaxPool2d(2)
+MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)
+"""
+from __future__ import annotations
+
+import math
+
+from .. import creation
+from . import functional as F
+from . import init
+from .layers import _uniform_bias
+from .module import Module
+from .parameter import Parameter
+
+
+def _pair(v, name):
+    if isinstance(v, int):
+        return (v, v)
+    v = tuple(v)
+    if len(v) != 2 or not all(isinstance(x, int) for x in v):
+        raise ValueError(f"{name} must be an int or a pair of ints, got {v!r}")
+    return v
+
+
+class Conv2d(Module):
+    """2-D convolution over ``(N, C_in, H, W)`` with weight ``(C_out, C_in/groups, kH, kW)``."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        if not isinstance(groups, int) or groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        self.kernel_size = _pair(kernel_size, "kernel_size")
+        self.stride = _pair(stride, "stride")
+        self.dilation = _pair(dilation, "dilation")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+            if padding == "same" and self.stride != (1, 1):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding = padding
+        else:
+            self.padding = _pair(padding, "padding")
+        if padding_mode != "zeros":
+            raise ValueError(f"Conv2d: only padding_mode='zeros' is supported, got {padding_mode!r}")
+        self.padding_mode = padding_mode
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.weight = Parameter(creation.empty(out_channels, in_channels // groups, *self.kernel_size,
+                                               dtype=dtype))
+        if bias:
+            self.bias = Parameter(creation.empty(out_channels, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            _uniform_bias(self.bias, self.weight)
+
+    def forward(self, input):
+        return F.conv2d(input, self.weight, self.bias, stride=self.stride, padding=self.padding,
+                        dilation=self.dilation, groups=self.groups)
+
+    def extra_repr(self):
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0, 0):
+            s += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class MaxPool2d(Module):
+    """Max over ``kernel_size`` windows; ``stride`` defaults to ``kernel_size``."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        kwargs = dict(stride=self.stride, padding=self.padding, dilation=self.dilation,
+                      ceil_mode=self.ceil_mode)
+        if self.return_indices:
+            kwargs["return_indices"] = True
+        return F.max_pool2d(input, self.kernel_size, **kwargs)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")

@@ -1,0 +1,633 @@
+"""Index primitives (index, index_add, index_put, gather, scatter_add, argsort, nonzero) and the
+public functions built on them: gather, scatter_add, index_select, index_add_, sort, topk,
+argsort, nonzero, and advanced indexing (``t[int_tensor]``, ``t[mask]``, ``t[idx] = v``).
+
+Index inputs of the primitives are int64 tensors and never receive gradients. ``index``,
+``index_add`` and ``index_put`` work along one ``dim`` with an index tensor of any shape: the
+index's dims replace ``dim`` (``np.take`` semantics; negative indices count from the end).
+
+>>> import tracegrad as tg
+>>> x = tg.tensor([[1., 2.], [3., 4.], [5., 6.]])
+>>> x[tg.tensor([2, 0])]
+tensor([[5., 6.],
+        [1., 2.]])
+>>> tg.sort(tg.tensor([3., 1., 2.]), descending=True).indices
+tensor([0, 2, 1])
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .. import dtypes as _dt
+from .registry import defop
+from .shapes import broadcast_shapes, numel, wrap_dim
+
+sort_result = namedtuple("sort", ["values", "indices"])
+topk_result = namedtuple("topk", ["values", "indices"])
+
+
+# ----------------------------------------------------------------------------- primitives
+def _int_index(idx, what):
+    if idx.dtype is not _dt.int64:
+        raise RuntimeError(f"{what}(): Expected dtype int64 for index, got {idx.dtype}")
+
+
+def _check_bounds(idx, size, dim, allow_negative=True):
+    """Raise PyTorch's IndexError for the first index outside the dimension."""
+    if idx.size == 0:
+        return
+    low = -size if allow_negative else 0
+    bad = idx[(idx < low) | (idx >= size)]
+    if bad.size:
+        raise IndexError(f"index {int(bad.flat[0])} is out of bounds for dimension {dim} with size {size}")
+
+
+def _taken_shape(x_shape, idx_shape, dim):
+    return tuple(x_shape[:dim]) + tuple(idx_shape) + tuple(x_shape[dim + 1:])
+
+
+def _infer_index(x, idx, dim):
+    _int_index(idx, "index")
+    wrap_dim(dim, len(x.shape))
+    return _taken_shape(x.shape, idx.shape, dim), x.dtype
+
+
+def _index_impl(x, idx, dim):
+    _check_bounds(idx, x.shape[dim], dim)
+    return np.take(x, idx, axis=dim)
+
+
+def _zeros(shape, dtype):
+    from .. import creation
+
+    return creation.zeros(tuple(shape), dtype=dtype)
+
+
+INDEX = defop("index", infer=_infer_index, impl=_index_impl, save=(1,), nondiff_inputs=(1,),
+              kind="index",
+              vjp=lambda ctx, g: (INDEX_ADD(_zeros(ctx.shapes[0], g.dtype), ctx.input(1), g,
+                                            dim=ctx.dim), None),
+              jvp=lambda ctx, t, _: INDEX(t, ctx.input(1), dim=ctx.dim),
+              sample=lambda: [(("any", ("index", (5,), 3)), {"dim": 0}),
+                              (("any", ("index", (2, 3), 4)), {"dim": 1})])
+
+
+def _infer_scatter_along(what):
+    def infer(x, idx, src, dim):
+        _int_index(idx, what)
+        wrap_dim(dim, len(x.shape))
+        want = _taken_shape(x.shape, idx.shape, dim)
+        if tuple(src.shape) != want:
+            raise RuntimeError(f"{what}(): source has shape {list(src.shape)}, expected {list(want)} "
+                               f"for self {list(x.shape)} and index {list(idx.shape)} at dim {dim}")
+        if src.dtype is not x.dtype:
+            raise TypeError(f"{what}(): self and source must have the same dtype, got "
+                            f"{x.dtype} and {src.dtype}")
+        return tuple(x.shape), x.dtype
+
+    return infer
+
+
+def _along(out, idx, src, dim):
+    """``out`` viewed with ``dim`` first and ``src`` arranged to match ``idx.ravel()``."""
+    k = idx.ndim
+    outm = np.moveaxis(out, dim, 0)
+    srcm = np.moveaxis(src, tuple(range(dim, dim + k)), tuple(range(k)))
+    return outm, idx.ravel(), srcm.reshape((idx.size,) + outm.shape[1:])
+
+
+def _index_add_impl(x, idx, src, dim):
+    _check_bounds(idx, x.shape[dim], dim)
+    out = np.array(x, copy=True)
+    outm, flat, srcm = _along(out, idx, src, dim)
+    np.add.at(outm, flat, srcm)
+    return out
+
+
+def _index_put_impl(x, idx, src, dim):
+    _check_bounds(idx, x.shape[dim], dim)
+    out = np.array(x, copy=True)
+    outm, flat, srcm = _along(out, idx, src, dim)
+    outm[flat] = srcm  # with repeated indices the last write wins (PyTorch leaves it undefined)
+    return out
+
+
+def _or_zeros(t, shape, dtype):
+    return t if t is not None else _zeros(shape, dtype)
+
+
+INDEX_ADD = defop(
+    "index_add", infer=_infer_scatter_along("index_add"), impl=_index_add_impl, save=(1,),
+    nondiff_inputs=(1,), kind="index",
+    vjp=lambda ctx, g: (g, None, INDEX(g, ctx.input(1), dim=ctx.dim)
+                        if ctx.needs_input_grad[2] else None),
+    jvp=lambda ctx, tx, _, ts: INDEX_ADD(_or_zeros(tx, ctx.shapes[0], ctx.dtypes[0]), ctx.input(1),
+                                         _or_zeros(ts, ctx.shapes[2], ctx.dtypes[2]), dim=ctx.dim),
+    sample=lambda: [(("any", ("index", (5,), 3), ("any", (5, 4))), {"dim": 0}),
+                    (("any", ("index", (2, 2), 4), ("any", (3, 2, 2))), {"dim": 1})])
+
+
+def _index_put_vjp(ctx, g):
+    idx = ctx.input(1)
+    gx = gs = None
+    if ctx.needs_input_grad[0]:
+        gx = INDEX_PUT(g, idx, _zeros(ctx.shapes[2], g.dtype), dim=ctx.dim)
+    if ctx.needs_input_grad[2]:
+        gs = INDEX(g, idx, dim=ctx.dim)
+    return gx, None, gs
+
+
+INDEX_PUT = defop(
+    "index_put", infer=_infer_scatter_along("index_put"), impl=_index_put_impl, save=(1,),
+    nondiff_inputs=(1,), kind="index", vjp=_index_put_vjp,
+    jvp=lambda ctx, tx, _, ts: INDEX_PUT(_or_zeros(tx, ctx.shapes[0], ctx.dtypes[0]), ctx.input(1),
+                                         _or_zeros(ts, ctx.shapes[2], ctx.dtypes[2]), dim=ctx.dim),
+    sample=lambda: [(("any", ("unique_index", (2,), 3), ("any", (2, 4))), {"dim": 0}),
+                    (("any", ("unique_index", (2, 1), 4), ("any", (3, 2, 1))), {"dim": 1})])
+
+
+def _check_gather_shapes(what, x, idx, dim, src=None):
+    xs, ix = tuple(x.shape), tuple(idx.shape)
+    if len(ix) != len(xs):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    wrap_dim(dim, len(xs))
+    for d in range(len(xs)):
+        if d != dim and ix[d] > xs[d]:
+            raise RuntimeError(f"Size does not match at dimension {d} expected index {list(ix)} to "
+                               f"be no larger than self {list(xs)} apart from dimension {dim}")
+        if src is not None and ix[d] > src.shape[d]:
+            raise RuntimeError(f"Expected index {list(ix)} to be no larger than self {list(xs)} apart "
+                               f"from dimension {dim} and to be no larger size than src "
+                               f"{list(src.shape)}")
+
+
+def _infer_gather(x, idx, dim):
+    _int_index(idx, "gather")
+    _check_gather_shapes("gather", x, idx, dim)
+    return tuple(idx.shape), x.dtype
+
+
+def _grid(idx, dim):
+    """Full index arrays addressing ``idx``'s positions, with ``idx`` itself along ``dim``."""
+    grids = list(np.ix_(*[np.arange(s) for s in idx.shape])) if idx.ndim else []
+    grids[dim] = idx
+    return tuple(grids)
+
+
+def _gather_impl(x, idx, dim):
+    if x.ndim == 0:
+        _check_bounds(idx, 1, 0, allow_negative=False)
+        return np.broadcast_to(x, idx.shape).copy()
+    _check_bounds(idx, x.shape[dim], dim, allow_negative=False)
+    return x[_grid(idx, dim)]
+
+
+def _infer_scatter_add(x, idx, src, dim):
+    _int_index(idx, "scatter_add")
+    if src.dtype is not x.dtype:
+        raise RuntimeError(f"scatter_add(): Expected self.dtype to be equal to src.dtype, got "
+                           f"{x.dtype} and {src.dtype}")
+    if len(src.shape) != len(idx.shape):
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    _check_gather_shapes("scatter_add", x, idx, dim, src)
+    return tuple(x.shape), x.dtype
+
+
+def _scatter_add_impl(x, idx, src, dim):
+    out = np.array(x, copy=True)
+    if x.ndim == 0:
+        _check_bounds(idx, 1, 0, allow_negative=False)
+        return out + src.sum() if idx.size else out
+    _check_bounds(idx, x.shape[dim], dim, allow_negative=False)
+    np.add.at(out, _grid(idx, dim), src[tuple(slice(0, s) for s in idx.shape)])
+    return out
+
+
+def _pad_to(t, shape):
+    """Zero-pad ``t`` at the end of each dim up to ``shape`` (src larger than index)."""
+    from .movement import UNSLICE
+
+    if tuple(t.shape) == tuple(shape):
+        return t
+    return UNSLICE(t, shape=tuple(shape), index=tuple((0, s, 1) for s in t.shape))
+
+
+GATHER = defop(
+    "gather", infer=_infer_gather, impl=_gather_impl, save=(1,), nondiff_inputs=(1,), kind="index",
+    vjp=lambda ctx, g: (SCATTER_ADD(_zeros(ctx.shapes[0], g.dtype), ctx.input(1), g, dim=ctx.dim),
+                        None),
+    jvp=lambda ctx, t, _: GATHER(t, ctx.input(1), dim=ctx.dim),
+    sample=lambda: [(("any", ("index", (3, 4), 3)), {"dim": 0}),
+                    (("any", ("index", (2, 6), 4)), {"dim": 1})])
+
+SCATTER_ADD = defop(
+    "scatter_add", infer=_infer_scatter_add, impl=_scatter_add_impl, save=(1,), nondiff_inputs=(1,),
+    kind="index",
+    vjp=lambda ctx, g: (g, None, _pad_to(GATHER(g, ctx.input(1), dim=ctx.dim), ctx.shapes[2])
+                        if ctx.needs_input_grad[2] else None),
+    jvp=lambda ctx, tx, _, ts: SCATTER_ADD(_or_zeros(tx, ctx.shapes[0], ctx.dtypes[0]),
+                                           ctx.input(1), _or_zeros(ts, ctx.shapes[2], ctx.dtypes[2]),
+                                           dim=ctx.dim),
+    sample=lambda: [(("any", ("index", (3, 4), 3), "any"), {"dim": 0}),
+                    (("any", ("index", (2, 3), 4), ("any", (3, 5))), {"dim": 1})])
+
+
+def _argsort_impl(x, dim, descending, stable):
+    if x.ndim == 0:
+        return np.zeros((), np.int64)
+    if not descending:
+        return np.argsort(x, axis=dim, kind="stable").astype(np.int64)
+    # descending and stable: sort the reversed array ascending, reverse the order back, and
+    # map positions of the reversed array to original ones (NaN counts as largest, like torch)
+    n = x.shape[dim]
+    rev = np.flip(np.argsort(np.flip(x, dim), axis=dim, kind="stable"), dim)
+    return (n - 1 - rev).astype(np.int64)
+
+
+ARGSORT = defop("argsort", infer=lambda x, dim, descending, stable: (tuple(x.shape), _dt.int64),
+                impl=_argsort_impl, differentiable=False, kind="index",
+                sample=lambda: [(("any",), {"dim": 1, "descending": False, "stable": True}),
+                                (("any",), {"dim": 0, "descending": True, "stable": True})])
+
+
+def _infer_nonzero(x):
+    value = x._value if hasattr(x, "_value") else None
+    if not isinstance(value, np.ndarray):
+        raise RuntimeError("nonzero: the output shape depends on the data; it cannot be traced")
+    return (int(np.count_nonzero(value)), value.ndim), _dt.int64
+
+
+NONZERO = defop("nonzero", infer=_infer_nonzero,
+                impl=lambda x: np.argwhere(x).astype(np.int64).reshape(-1, x.ndim),
+                differentiable=False, kind="index", sample=lambda: [(("bool",), {})])
+
+
+# ----------------------------------------------------------------------------- public functions
+def _as_index(index, what):
+    """An int64 index tensor from a Tensor / list / ndarray; int32 is accepted and widened."""
+    from .. import functional as F
+    from ..tensor import Tensor
+
+    if not isinstance(index, Tensor):
+        index = F.to_tensor(index) if not isinstance(index, (list, tuple)) or index else \
+            F.to_tensor(np.zeros(0, np.int64))
+    if index.dtype is _dt.int32:
+        index = F.cast(index, _dt.int64)
+    if index.dtype is not _dt.int64:
+        raise RuntimeError(f"{what}(): Expected dtype int32/int64 for index, got {index.dtype}")
+    return index
+
+
+def gather(x, dim, index, *, sparse_grad=False):
+    """``out[i][j] = x[index[i][j]][j]`` for dim 0 (PyTorch's gather).
+
+    >>> import tracegrad as tg
+    >>> tg.gather(tg.tensor([[1, 2], [3, 4]]), 1, tg.tensor([[0, 0], [1, 0]]))
+    tensor([[1, 1],
+            [4, 3]])
+    """
+    index = _as_index(index, "gather")
+    return GATHER(x, index, dim=wrap_dim(dim, x.ndim) if x.ndim else 0)
+
+
+def scatter_add(x, dim, index, src):
+    """Out of place ``x.scatter_add_(dim, index, src)``: ``out[index[i][j]][j] += src[i][j]``."""
+    from .. import functional as F
+
+    index = _as_index(index, "scatter_add")
+    src = F.to_tensor(src, x.dtype)
+    return SCATTER_ADD(x, index, src, dim=wrap_dim(dim, x.ndim) if x.ndim else 0)
+
+
+def _vector_index(index, what):
+    index = _as_index(index, what)
+    if index.ndim > 1:
+        raise IndexError(f"{what}(): Index is supposed to be a vector, but got dim: {index.ndim} "
+                         f"and size: {list(index.shape)}")
+    return index.reshape(-1) if index.ndim == 0 else index
+
+
+def index_select(x, dim, index):
+    """The slices of ``x`` along ``dim`` at ``index`` (a vector), in that order."""
+    index = _vector_index(index, "index_select")
+    d = wrap_dim(dim, x.ndim) if x.ndim else 0
+    if not index._is_traced:
+        bad = index._value[(index._value < 0) | (index._value >= (x.shape[d] if x.ndim else 1))]
+        if bad.size:
+            raise IndexError("index out of range in self")
+    if x.ndim == 0:
+        return INDEX(x.reshape(1), index, dim=0).reshape(())
+    return INDEX(x, index, dim=d)
+
+
+def index_add(x, dim, index, source, *, alpha=1):
+    """Out of place ``index_add_``: ``out[index[i]] += alpha * source[i]`` along ``dim``."""
+    from .. import functional as F
+
+    index = _vector_index(index, "index_add_")
+    d = wrap_dim(dim, x.ndim) if x.ndim else 0
+    source = F.to_tensor(source, x.dtype)
+    if alpha != 1:
+        source = F.mul(source, alpha)
+    n = source.shape[d] if source.ndim else 1
+    if index.shape[0] != n:
+        raise IndexError(f"index_add_(): Number of indices ({index.shape[0]}) should be equal to "
+                         f"source.size(dim): ({n}), for dim: {d}")
+    want = tuple(x.shape[:d]) + (n,) + tuple(x.shape[d + 1:])
+    if tuple(source.shape) != want and x.ndim:
+        raise RuntimeError(f"index_add_(): source tensor shape must match self tensor shape, "
+                           f"excluding the specified dimension. Got self.shape = {list(x.shape)} "
+                           f"source.shape = {list(source.shape)}")
+    if x.ndim == 0:
+        return INDEX_ADD(x.reshape(1), index, source.reshape(1), dim=0).reshape(())
+    return INDEX_ADD(x, index, source, dim=d)
+
+
+def index_add_(x, dim, index, source, *, alpha=1):
+    """In place ``index_add``; bumps ``x._version`` and rebases its autograd history."""
+    from .._methods import _inplace_source
+    from ..views import assign
+
+    src = _inplace_source(x, source)
+    return assign(x, index_add(src, dim, index, source, alpha=alpha))
+
+
+def scatter_add_(x, dim, index, src):
+    from .._methods import _inplace_source
+    from ..views import assign
+
+    base = _inplace_source(x, src)
+    return assign(x, scatter_add(base, dim, index, src))
+
+
+def argsort(x, dim=-1, descending=False, stable=False):
+    """Indices that sort ``x`` along ``dim``. Ties keep their order (stable) in every mode."""
+    return ARGSORT(x, dim=wrap_dim(dim, x.ndim) if x.ndim else 0, descending=bool(descending),
+                   stable=bool(stable))
+
+
+def sort(x, dim=-1, descending=False, stable=False):
+    """``(values, indices)`` sorted along ``dim``; gradients flow to ``x`` through the values.
+
+    >>> import tracegrad as tg
+    >>> tg.sort(tg.tensor([[2., 1., 3.]])).values
+    tensor([[1., 2., 3.]])
+    """
+    idx = argsort(x, dim, descending, stable)
+    d = wrap_dim(dim, x.ndim) if x.ndim else 0
+    return sort_result(GATHER(x, idx, dim=d), idx)
+
+
+def topk(x, k, dim=-1, largest=True, sorted=True):
+    """The ``k`` largest (or smallest) elements along ``dim`` as ``(values, indices)``."""
+    from ..indexing import slice_dim
+
+    d = wrap_dim(dim, x.ndim) if x.ndim else 0
+    n = x.shape[d] if x.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    idx = argsort(x, d, descending=largest, stable=True)
+    idx = slice_dim(idx, d, 0, k, 1) if x.ndim else idx
+    idx = _copy(idx)  # a tensor of its own, not a view into the full argsort
+    return topk_result(GATHER(x, idx, dim=d), idx)
+
+
+def _copy(t):
+    from .movement import COPY
+
+    return COPY(t)
+
+
+def nonzero(x, as_tuple=False):
+    """Indices of the non-zero elements: an (n, ndim) tensor, or one vector per dim.
+    The shape depends on the data, so tracing breaks the graph here."""
+    from ..ir import trace
+    from ..tensor import Tensor
+
+    trace.graph_break("nonzero / boolean mask indexing (the output shape depends on the data)")
+    if not isinstance(x, Tensor):
+        raise TypeError(f"nonzero(): argument 'input' must be Tensor, not {type(x).__name__}")
+    out = NONZERO(x if x.ndim else x.reshape(1))
+    if not as_tuple:
+        return out if x.ndim else out[:, :0]
+    if x.ndim == 0:
+        return (out[:, 0],)
+    return tuple(_copy(out[:, i]) for i in range(x.ndim))
+
+
+def argwhere(x):
+    return nonzero(x)
+
+
+# ----------------------------------------------------------------------------- advanced indexing
+def _is_bool_scalar(ix):
+    return isinstance(ix, (bool, np.bool_))
+
+
+def _entry_tensor(ix):
+    """An index entry as a Tensor (lists and ndarrays converted), or None for basic entries."""
+    from .. import functional as F
+    from ..tensor import Tensor
+
+    if isinstance(ix, Tensor):
+        return ix
+    if isinstance(ix, (list, np.ndarray)):
+        if isinstance(ix, list) and len(ix) == 0:
+            return F.to_tensor(np.zeros(0, np.int64))
+        return F.to_tensor(np.asarray(ix)) if isinstance(ix, np.ndarray) else F.to_tensor(ix)
+    return None
+
+
+def _dims_consumed(ix, t):
+    if t is not None and t.dtype is _dt.bool_:
+        return t.ndim
+    return 0 if ix is None or _is_bool_scalar(ix) else 1
+
+
+def _split_index(x, index):
+    """Split an index into a basic part (applied as a view) and the advanced entries.
+
+    Returns ``(y, adv)``: ``y`` is ``x`` indexed by the ints/slices/None of ``index`` (with full
+    slices where advanced entries are), ``adv`` a list of ``(dim of y, int64 tensor)``.
+    Like PyTorch, ints are basic indices (applied first), and a boolean mask over k dims
+    becomes k integer index tensors."""
+    from .. import creation
+    from ..indexing import basic_getitem
+
+    tensors = [_entry_tensor(ix) for ix in index]
+    if sum(1 for ix in index if ix is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(_dims_consumed(ix, t) for ix, t in zip(index, tensors) if ix is not Ellipsis)
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    basic, adv, xdim, ydim = [], [], 0, 0
+    for ix, t in zip(index, tensors):
+        if ix is Ellipsis:
+            fill = x.ndim - consumed
+            basic += [slice(None)] * fill
+            xdim, ydim = xdim + fill, ydim + fill
+        elif _is_bool_scalar(ix):
+            basic.append(None)  # a new dim of size 1, indexed by [0] (True) or [] (False)
+            adv.append((ydim, creation.tensor([0] if ix else [], dtype=_dt.int64)))
+            ydim += 1
+        elif t is not None and t.dtype is _dt.bool_:
+            for k, ind in enumerate(_mask_indices(x, t, xdim)):
+                adv.append((ydim + k, ind))
+            basic += [slice(None)] * t.ndim
+            xdim, ydim = xdim + t.ndim, ydim + t.ndim
+        elif t is not None:
+            if t.dtype not in (_dt.int64, _dt.int32):
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            adv.append((ydim, t if t.dtype is _dt.int64 else t.long()))
+            basic.append(slice(None))
+            xdim, ydim = xdim + 1, ydim + 1
+        elif ix is None:
+            basic.append(None)
+            ydim += 1
+        elif isinstance(ix, slice):
+            basic.append(ix)
+            xdim, ydim = xdim + 1, ydim + 1
+        else:
+            basic.append(ix)  # an int: removes the dim
+            xdim += 1
+    trivial = all(isinstance(b, slice) and b == slice(None) for b in basic)
+    y = x if trivial else basic_getitem(x, tuple(basic))
+    return y, adv
+
+
+def _mask_indices(x, mask, start):
+    shape = tuple(x.shape[start:start + mask.ndim])
+    for k, (m, s) in enumerate(zip(mask.shape, shape)):
+        if m != s:
+            raise IndexError(f"The shape of the mask {list(mask.shape)} at index {k} does not match "
+                             f"the shape of the indexed tensor {list(x.shape)} at index {start + k}")
+    if mask.ndim == 0:
+        raise IndexError("a 0-dim boolean mask is only supported as a Python bool")
+    return nonzero(mask, as_tuple=True)
+
+
+def _broadcast_indices(adv):
+    try:
+        return broadcast_shapes(*[tuple(t.shape) for _, t in adv])
+    except RuntimeError:
+        shapes = ", ".join(str(list(t.shape)) for _, t in adv)
+        raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with "
+                         f"shapes {shapes}") from None
+
+
+def _check_adv_bounds(y, adv):
+    for d, t in adv:
+        if not t._is_traced:
+            _check_bounds(t._value, y.shape[d], d)
+
+
+def _flatten_advanced(y, adv):
+    """Move the advanced dims of ``y`` to the front and merge them into one dim; return the
+    merged tensor, the linear index (shape B) and the permutation used."""
+    from .. import functional as F
+
+    dims = [d for d, _ in adv]
+    rest = [d for d in range(y.ndim) if d not in dims]
+    perm = dims + rest
+    yp = F.permute(y, perm)
+    sizes = [y.shape[d] for d in dims]
+    flat = F.reshape(yp, [numel(sizes)] + [y.shape[d] for d in rest])
+    lin, stride = None, 1
+    for (d, t), n in reversed(list(zip(adv, sizes))):
+        t = F.where(F.lt(t, 0), F.add(t, n), t)  # negative indices count from the end
+        term = F.mul(t, stride) if stride != 1 else t
+        lin = term if lin is None else F.add(lin, term)
+        stride *= n
+    return flat, lin, perm
+
+
+def _adjacent(adv):
+    dims = [d for d, _ in adv]
+    return dims == list(range(dims[0], dims[0] + len(dims)))
+
+
+def _place(out, nb, first, adjacent):
+    """``out`` has the broadcast index dims (``nb`` of them) first; move them to ``first`` when the
+    advanced indices were adjacent (NumPy/PyTorch placement)."""
+    from .. import functional as F
+
+    if not adjacent or first == 0:
+        return out
+    rest = list(range(nb, out.ndim))
+    perm = rest[:first] + list(range(nb)) + rest[first:]
+    return F.permute(out, perm)
+
+
+def advanced_getitem(x, index):
+    """``x[index]`` where ``index`` holds integer tensors/lists/ndarrays or boolean masks."""
+    y, adv = _split_index(x, index)
+    bshape = _broadcast_indices(adv)
+    _check_adv_bounds(y, adv)
+    if len(adv) == 1:
+        d, t = adv[0]
+        return INDEX(y, t, dim=d)
+    flat, lin, _ = _flatten_advanced(y, adv)
+    out = INDEX(flat, lin.expand(bshape) if tuple(lin.shape) != bshape else lin, dim=0)
+    return _place(out, len(bshape), adv[0][0], _adjacent(adv))
+
+
+def advanced_setitem(x, index, value):
+    """``x[index] = value`` in place (version bump and autograd rebase via views.assign)."""
+    from .. import functional as F
+    from ..tensor import Tensor
+    from ..views import assign
+
+    y, adv = _split_index(x, index)
+    bshape = _broadcast_indices(adv)
+    _check_adv_bounds(y, adv)
+    value = F.to_tensor(value, x.dtype) if not isinstance(value, Tensor) else F.cast(value, x.dtype)
+    first, adjacent = adv[0][0], _adjacent(adv)
+    if len(adv) == 1:
+        d, t = adv[0]
+        target = _taken_shape(y.shape, t.shape, d)
+        value = _broadcast_value(value, target)
+        return assign(y, INDEX_PUT(y, t, value, dim=d))
+    flat, lin, perm = _flatten_advanced(y, adv)
+    rest_shape = tuple(flat.shape[1:])
+    nb = len(bshape)
+    # the shape x[index] has, then the value arranged as (B..., rest...) and B flattened
+    placed = _place_shape(bshape, rest_shape, first, adjacent)
+    value = _broadcast_value(value, placed)
+    if adjacent and first:
+        rest = list(range(value.ndim))
+        b_pos = rest[first:first + nb]
+        others = rest[:first] + rest[first + nb:]
+        value = F.permute(value, b_pos + others)
+    value = F.reshape(value, (numel(bshape),) + rest_shape)
+    lin = F.reshape(lin.expand(bshape) if tuple(lin.shape) != bshape else lin, (numel(bshape),))
+    new_flat = INDEX_PUT(flat, lin, value, dim=0)
+    new_yp = F.reshape(new_flat, [y.shape[d] for d in perm])
+    inv = [perm.index(i) for i in range(len(perm))]
+    return assign(y, F.permute(new_yp, inv))
+
+
+def _place_shape(bshape, rest_shape, first, adjacent):
+    if adjacent:
+        return tuple(rest_shape[:first]) + tuple(bshape) + tuple(rest_shape[first:])
+    return tuple(bshape) + tuple(rest_shape)
+
+
+def _broadcast_value(value, target):
+    from .. import functional as F
+
+    target = tuple(target)
+    if tuple(value.shape) == target:
+        return value
+    # PyTorch drops leading size-1 dims of the value before broadcasting
+    shape = tuple(value.shape)
+    while len(shape) > len(target) and shape[0] == 1:
+        shape = shape[1:]
+    try:
+        if broadcast_shapes(shape, target) != target:
+            raise RuntimeError
+    except RuntimeError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be "
+                           f"broadcast to indexing result of shape {list(target)}") from None
+    return F.expand(F.reshape(value, shape), target)

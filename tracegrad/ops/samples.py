@@ -1,0 +1,101 @@
+"""Sample inputs for the registry-driven tests: the one place where an OpDef's ``sample``
+specs are parsed and turned into arrays.
+
+``OpDef.sample()`` returns a list of cases ``(specs, attrs)``; ``specs`` holds one spec per
+input of the primitive. A spec is a domain name, or a tuple ``(domain, shape, *params)``
+(shape defaults to ``DEFAULT_SHAPE``):
+
+==================  ===========================================================  ===========
+domain              values                                                       dtype
+==================  ===========================================================  ===========
+``"any"``           uniform in [-2, 2]                                           float
+``"positive"``      uniform in [0.5, 2]                                          float
+``"nonzero"``       +-uniform in [0.5, 2] (away from kinks at 0)                  float
+``"small"``         uniform in [-0.5, 0.5] (e.g. tan, far from its poles)         float
+``"bool"``          random True/False                                            bool
+``"index"``         ``("index", shape, high)``: integers in [0, high)            int64
+``"unique_index"``  ``("unique_index", shape, high)``: distinct integers in       int64
+                    [0, high) (scatters whose result must not depend on order)
+``"seed"``          a 0-dim random seed                                          int64
+==================  ===========================================================  ===========
+
+>>> from tracegrad.ops import samples
+>>> samples.materialize(("index", (2,), 3), seed=0).dtype
+dtype('int64')
+>>> samples.materialize("any", seed=0).shape
+(3, 4)
+"""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+DEFAULT_SHAPE = (3, 4)
+FLOAT_DOMAINS = ("any", "positive", "nonzero", "small")
+INT_DOMAINS = ("index", "unique_index", "seed")
+DOMAINS = FLOAT_DOMAINS + ("bool",) + INT_DOMAINS
+
+
+def parse(spec):
+    """``spec`` -> ``(domain, shape, params)``; raises ValueError naming a bad spec."""
+    if isinstance(spec, str):
+        domain, shape, params = spec, DEFAULT_SHAPE, ()
+    elif isinstance(spec, tuple) and spec and isinstance(spec[0], str):
+        domain = spec[0]
+        shape = tuple(spec[1]) if len(spec) > 1 else DEFAULT_SHAPE
+        params = tuple(spec[2:])
+    else:
+        raise ValueError(f"bad sample spec {spec!r}: expected a domain or (domain, shape, ...)")
+    if domain not in DOMAINS:
+        raise ValueError(f"bad sample spec {spec!r}: unknown domain {domain!r}; known: {DOMAINS}")
+    if domain == "seed":
+        shape = ()
+    if domain in ("index", "unique_index") and len(params) != 1:
+        raise ValueError(f"bad sample spec {spec!r}: {domain} needs (domain, shape, high)")
+    return domain, shape, params
+
+
+def is_float(spec):
+    return parse(spec)[0] in FLOAT_DOMAINS
+
+
+def materialize(spec, dtype=np.float64, seed=0):
+    """An ndarray for ``spec`` (floating domains use ``dtype``)."""
+    domain, shape, params = parse(spec)
+    rng = np.random.default_rng(seed)
+    if domain == "any":
+        return rng.uniform(-2, 2, shape).astype(dtype)
+    if domain == "positive":
+        return rng.uniform(0.5, 2, shape).astype(dtype)
+    if domain == "nonzero":
+        return (rng.uniform(0.5, 2, shape) * rng.choice([-1.0, 1.0], shape)).astype(dtype)
+    if domain == "small":
+        return rng.uniform(-0.5, 0.5, shape).astype(dtype)
+    if domain == "bool":
+        return rng.random(shape) > 0.5
+    if domain == "index":
+        return rng.integers(0, params[0], shape).astype(np.int64)
+    if domain == "unique_index":
+        n = int(np.prod(shape, dtype=np.int64))
+        if n > params[0]:
+            raise ValueError(f"bad sample spec {spec!r}: {n} distinct values in [0, {params[0]})")
+        return rng.permutation(params[0])[:n].reshape(shape).astype(np.int64)
+    return np.array(rng.integers(0, 2**31), dtype=np.int64)  # seed
+
+
+def cases(op, dtype=np.float64):
+    """``[(arrays, attrs), ...]`` for every sample case of ``op`` (deterministic per op)."""
+    if op.sample is None:
+        return []
+    out = []
+    for k, (specs, attrs) in enumerate(op.sample()):
+        base = zlib.crc32(f"{op.name}/{k}".encode())
+        arrays = [materialize(s, dtype, seed=base + i) for i, s in enumerate(specs)]
+        out.append((arrays, dict(attrs)))
+    return out
+
+
+def differentiable_positions(op, arrays):
+    """Input positions a gradient flows to: floating inputs that are not nondiff inputs."""
+    return [i for i, a in enumerate(arrays) if a.dtype.kind == "f" and i not in op.nondiff_inputs]
