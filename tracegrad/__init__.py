@@ -13,6 +13,9 @@ from .dtypes import (bool_ as bool, float32, float64, int32, int64, get_default_
 from .dtypes import float32 as float, float64 as double, int64 as long  # noqa: A001
 from .tensor import Size, Tensor
 from . import _methods  # noqa: F401  (binds methods onto Tensor)
+from .ops import registry as _registry
+
+_registry._bind()
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full,
                        full_like, linspace, manual_seed, ones, ones_like, rand, rand_like, randint,
                        randn, randn_like, tensor, zeros, zeros_like)
@@ -28,3 +31,5 @@ __version__ = "0.1.0"
 is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731
 from .compiler import compile, explain  # noqa: A004
 from . import compiler
+from . import nn, optim
+from .checkpoint import load, load_checkpoint, save, save_checkpoint

@@ -2,5 +2,7 @@
 
 
 def demo(argv):
-    print("tracegrad demo: the compiled training demo is not built yet (see issue 5).")
-    return 0
+    """python -m tracegrad demo [--backend c|interpreter] [--epochs N]"""
+    from .demo import main
+
+    return main(argv)

@@ -71,6 +71,8 @@ class Program:
             if g[0] == "data":
                 out.append(f"lifted tensor at {hex(id(g[1]))}: {g[3].short}{list(g[2])} "
                            f"requires_grad={g[4]}")
+            elif g[0] == "value":
+                out.append(f"{g[1]} == {g[3]!r}")
             elif g[0] == "grad_shape":
                 out.append(f".grad of {_target_name(g[1])}: {g[3].short}{list(g[2])}")
             else:
@@ -182,6 +184,10 @@ def _state_mismatch(g, flat_args):
         real = _real(g[1], flat_args)
         if (real._grad is None) != g[2]:
             return f".grad of {_target_name(g[1])} is {'not ' if g[2] else ''}None now"
+    elif kind == "value":
+        now = g[2]()
+        if type(now) is not type(g[3]) or now != g[3]:
+            return f"{g[1]} changed from {g[3]!r} to {now!r}"
     elif kind == "grad_shape":
         real = _real(g[1], flat_args)
         gr = real._grad

@@ -104,6 +104,12 @@ class Tensor:
     def element_size(self):
         return self._dtype.itemsize
 
+    def data_ptr(self):
+        """Address of the first element (eager tensors): equal for tensors sharing storage."""
+        if self._is_traced:
+            _graph_break(".data_ptr() on a traced tensor")
+        return self._value.__array_interface__["data"][0]
+
     @property
     def device(self):
         return "cpu"
@@ -141,9 +147,7 @@ class Tensor:
                 "var_no_grad = var.detach()."
             )
         if requires_grad and not self._dtype.is_floating_point:
-            raise RuntimeError(
-                f"only Tensors of floating point dtype can require gradients (got {self._dtype})"
-            )
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if self._inference and requires_grad:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
@@ -161,11 +165,6 @@ class Tensor:
 
     @property
     def grad(self):
-        from .ir import trace
-
-        tracer = trace.current_tracer()
-        if tracer is not None:
-            return tracer.get_grad(self)
         if self._grad is None and not self.is_leaf and not self._retains_grad:
             import warnings
 
@@ -177,6 +176,15 @@ class Tensor:
                 UserWarning,
                 stacklevel=2,
             )
+        return self._get_grad()
+
+    def _get_grad(self):
+        """``.grad`` without the non-leaf warning (the tracer's view of it while tracing)."""
+        from .ir import trace
+
+        tracer = trace.current_tracer()
+        if tracer is not None:
+            return tracer.get_grad(self)
         return self._grad
 
     @grad.setter
@@ -185,15 +193,18 @@ class Tensor:
 
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+                raise TypeError("assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
             if tuple(value.shape) != tuple(self.shape):
                 raise RuntimeError(
-                    f"assigned grad has data of a different size: expected {list(self.shape)}, "
-                    f"got {list(value.shape)}"
+                    f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of "
+                    f"size '{list(self.shape)}'. Please ensure that the gradient and the tensor are "
+                    "the same size"
                 )
             if value.dtype is not self.dtype:
                 raise RuntimeError(
-                    f"assigned grad has data of a different type: expected {self.dtype}, got {value.dtype}"
+                    f"attempting to assign a gradient with dtype '{value.dtype.name}' to a tensor "
+                    f"with dtype '{self.dtype.name}'. The gradient must match the tensor's dtype."
                 )
         tracer = trace.current_tracer()
         if tracer is not None:
@@ -203,9 +214,9 @@ class Tensor:
 
     @property
     def data(self):
-        t = Tensor._make(self._value, self._dtype)
-        t._vc = self._vc
-        return t
+        """The same storage without autograd: in-place writes through ``.data`` are invisible
+        to autograd (a fresh version counter, as in PyTorch)."""
+        return Tensor._make(self._value, self._dtype)
 
     @data.setter
     def data(self, other):
@@ -221,10 +232,19 @@ class Tensor:
         self._vc.value += 1
 
     def retain_grad(self):
+        """Make backward fill ``.grad`` of this non-leaf tensor (a no-op on leaves)."""
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if not self.is_leaf:
-            self._retains_grad = True
+        if self.is_leaf:
+            return
+        self._retains_grad = True
+        self._register_retain_grad()
+
+    def _register_retain_grad(self):
+        # Called again whenever an in-place op gives this tensor a new grad_fn: the retained
+        # gradient follows the tensor to its newest history (PyTorch semantics).
+        if self._retains_grad and self._grad_fn is not None:
+            self._grad_fn._register_retain_grad(self._output_nr, self)
 
     @property
     def retains_grad(self):
@@ -232,28 +252,42 @@ class Tensor:
 
     def register_hook(self, hook):
         """Run ``hook(grad)`` when the gradient for this tensor is computed; it may return a
-        replacement gradient. Returns a handle whose ``remove()`` unregisters the hook."""
-        from .autograd.graph import RemovableHandle
+        replacement gradient. Returns a handle whose ``remove()`` unregisters the hook.
+
+        On a non-leaf the hook belongs to the tensor's current ``grad_fn``: a hook registered
+        before an in-place op sees the gradient of the value before it (like PyTorch).
+
+        >>> import tracegrad as tg
+        >>> x = tg.tensor([1.0, 2.0], requires_grad=True)
+        >>> h = x.register_hook(lambda g: g * 10)
+        >>> (x * 2).sum().backward()
+        >>> x.grad
+        tensor([20., 20.])
+        >>> h.remove()
+        """
+        from .autograd.graph import RemovableHandle, _HookDict
 
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        fn = self.grad_fn
+        if fn is not None:
+            return fn._register_tensor_hook(self._output_nr, hook)
         if self._hooks is None:
-            self._hooks = {}
+            self._hooks = _HookDict()
         handle = RemovableHandle(self._hooks)
         self._hooks[handle.id] = hook
-        if self.grad_fn is not None:
-            self.grad_fn._register_tensor_prehook(self._output_nr, self)
         return handle
 
     def register_post_accumulate_grad_hook(self, hook):
-        from .autograd.graph import RemovableHandle
+        """Run ``hook(tensor)`` after a leaf's ``.grad`` has been accumulated."""
+        from .autograd.graph import RemovableHandle, _HookDict
 
         if not self.is_leaf:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._post_acc_hooks is None:
-            self._post_acc_hooks = {}
+            self._post_acc_hooks = _HookDict()
         handle = RemovableHandle(self._post_acc_hooks)
         self._post_acc_hooks[handle.id] = hook
         return handle
@@ -264,16 +298,32 @@ class Tensor:
         engine.backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
 
     def detach(self):
+        """A new tensor sharing storage and version counter, cut from the graph."""
         t = Tensor._make(self._raw_for_alias(), self._dtype)
         t._vc = self._vc
+        t._inference = self._inference
         return t
 
     def detach_(self):
+        """Cut this tensor from the graph in place, making it a leaf."""
         if self._base is not None:
-            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as "
+                "True, gradients are views of DDP buckets, and hence detach_() cannot be called on "
+                "these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
+                "function in torch/optim/optimizer.py as the solution."
+            )
         self._grad_fn = None
+        self._output_nr = 0
         self._requires_grad = False
         return self
+
+    def is_inference(self):
+        return self._inference
+
+    def _is_view(self):
+        return self._base is not None
 
     def _raw_for_alias(self):
         return self._raw()
@@ -290,12 +340,13 @@ class Tensor:
             self._grad_fn = fresh._grad_fn
             self._output_nr = fresh._output_nr
             self._requires_grad = True
+            self._register_retain_grad()
 
     # ----------------------------------------------------------------- conversion
     def numpy(self, *, force=False):
         if self._is_traced:
             _graph_break(".numpy() on a traced tensor")
-        if self.requires_grad and not force:
+        if self.requires_grad and grad_mode.is_grad_enabled() and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
             )

@@ -33,6 +33,10 @@ def make_view(out, src, view_fn, inv_fn):
 
 
 def check_inplace_target(t):
+    if getattr(t, "_custom_function_view", False):
+        from .autograd.function import check_custom_function_view
+
+        check_custom_function_view(t)
     if t.is_leaf and t.requires_grad and grad_mode.is_grad_enabled():
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     if t._base is not None and t._base.is_leaf and t._base.requires_grad and grad_mode.is_grad_enabled():
@@ -84,6 +88,7 @@ def assign(t, result):
     if base is None:
         if needs_graph and result.requires_grad:
             t._grad_fn, t._output_nr, t._requires_grad = result._grad_fn, result._output_nr, True
+            t._register_retain_grad()  # retain_grad follows the tensor's newest history
         elif needs_graph:
             t._grad_fn, t._requires_grad = None, t.is_leaf and t._requires_grad
     return t
@@ -108,6 +113,7 @@ def _rebase_through_view(view, base, result, tracer):
     base._bump_version()
     if grad_mode.is_grad_enabled() and new_base.requires_grad:
         base._grad_fn, base._output_nr, base._requires_grad = new_base._grad_fn, new_base._output_nr, True
+        base._register_retain_grad()
     view._view_seen = -1  # forces the view's grad_fn to be re-derived from the base
     if grad_mode.is_grad_enabled() and new_base.requires_grad:
         view._refresh_view_graph()

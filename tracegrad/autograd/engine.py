@@ -1,6 +1,10 @@
 """The backward engine: ``backward`` and ``grad`` walk the Node graph from the roots, run each
 node's VJP once all its gradients have arrived, and accumulate into leaves.
 
+The order of work at one node follows PyTorch: tensor hooks (``Tensor.register_hook``), then
+retained gradients (``retain_grad``), then node pre-hooks, then capture for ``grad``/``inputs=``,
+then the node itself, then its post-hooks.
+
 >>> import tracegrad as tg
 >>> x = tg.tensor(3.0, requires_grad=True)
 >>> (g,) = tg.autograd.grad(x ** 3, x, create_graph=True)
@@ -25,123 +29,127 @@ def _as_tuple(x):
     return tuple(x)
 
 
-def _root_grads(outputs, grad_outputs, create_graph):
-    from ..tensor import Tensor
+def _root_grads(outputs, grad_outputs):
+    """One starting gradient per output (PyTorch's ``_make_grads``): implicit ones for scalar
+    outputs that require grad, given gradients checked against the outputs."""
     from .. import creation
+    from ..tensor import Tensor
 
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     if len(grad_outputs) != len(outputs):
         raise RuntimeError(
-            f"grad requires one gradient per output: got {len(grad_outputs)} gradients "
-            f"for {len(outputs)} outputs"
+            f"grad_tensors should have the same length as tensors: got {len(grad_outputs)} "
+            f"gradients for {len(outputs)} outputs"
         )
     result = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"tensors must be Tensors, but element {i} is {type(out).__name__}")
         if g is None:
-            if out.requires_grad and out.numel() != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if not out.dtype.is_floating_point:
-                raise RuntimeError(
-                    f"grad can be implicitly created only for real scalar outputs but got {out.dtype}"
-                )
-            g = creation.ones_like(out)
-        elif not isinstance(g, Tensor):
-            g = creation.tensor(g, dtype=out.dtype)
-        else:
+            if out.requires_grad:
+                if out.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if not out.dtype.is_floating_point:
+                    raise RuntimeError("grad can be implicitly created only for real scalar "
+                                       f"outputs but got {out.dtype}")
+                g = creation.ones_like(out)
+        elif isinstance(g, Tensor):
             if tuple(g.shape) != tuple(out.shape):
                 raise RuntimeError(
-                    f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] "
-                    f"has a shape of {out.shape}."
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
+                    f"output[{i}] has a shape of {out.shape}."
                 )
-            if g.dtype.is_floating_point != out.dtype.is_floating_point:
-                raise TypeError(
-                    f"For complex Tensors, both grad_output and output are required to have the same "
-                    f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and "
-                    f"output[{i}] has a dtype of {out.dtype}."
-                )
+            if g.dtype is not out.dtype:
+                g = g.to(out.dtype)
+        else:
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         result.append(g)
     return result
 
 
-def _collect_dependencies(roots):
-    """Count, for every reachable node, how many edges point at it."""
-    deps = {}
-    seen = set()
-    stack = [n for n in roots]
+def _topological_order(roots):
+    """Every node reachable from ``roots``, each after all nodes that feed it a gradient, and
+    the number of edges pointing at each node."""
+    deps, seen, stack = {}, set(), list(roots)
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
+        seen.add(node)
         for nxt, _ in node.next_functions:
-            if nxt is None:
-                continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            stack.append(nxt)
-    return deps
-
-
-def _nodes_leading_to(roots, targets):
-    """Nodes from which one of ``targets`` can be reached (the only ones worth executing)."""
-    memo = {}
-
-    def visit(node):
-        key = id(node)
-        if key in memo:
-            return memo[key]
-        memo[key] = False  # cycles cannot happen, but guard against re-entry
-        hit = node in targets
+            if nxt is not None:
+                deps[nxt] = deps.get(nxt, 0) + 1
+                stack.append(nxt)
+    remaining = dict(deps)
+    order = []
+    ready = [n for n in dict.fromkeys(roots) if remaining.get(n, 0) == 0]
+    while ready:
+        node = ready.pop()
+        order.append(node)
         for nxt, _ in node.next_functions:
-            if nxt is not None and visit(nxt):
-                hit = True
-        memo[key] = hit
-        return hit
-
-    import sys
-
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100000))
-    return {node for node in _iter_nodes(roots) if visit(node)}
+            if nxt is not None:
+                remaining[nxt] -= 1
+                if remaining[nxt] == 0:
+                    ready.append(nxt)
+    return order, deps
 
 
-def _iter_nodes(roots):
-    seen, stack, out = set(), list(roots), []
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        out.append(n)
-        stack.extend(nxt for nxt, _ in n.next_functions if nxt is not None)
-    return out
+def _nodes_needed(order, capture_nodes):
+    """Nodes worth executing when only the gradients at ``capture_nodes`` are wanted: those
+    from which a captured node can be reached (PyTorch's ``exec_info``)."""
+    needed = set()
+    for node in reversed(order):
+        if any(nxt is not None and (nxt in capture_nodes or nxt in needed)
+               for nxt, _ in node.next_functions):
+            needed.add(node)
+    return needed
 
 
-def _hooked_tensor(node, nr):
+def _pre_hooks(node, grads):
+    """Tensor hooks, retained gradients and node pre-hooks, in PyTorch's order."""
     if isinstance(node, AccumulateGrad):
-        return node.variable
-    ref = node._tensor_prehooks.get(nr)
-    return ref() if ref is not None else None
-
-
-def _run_tensor_hooks(node, grads):
-    for nr in range(len(grads)):
-        if grads[nr] is None:
-            continue
-        t = _hooked_tensor(node, nr)
-        if t is not None and t._hooks:
-            for hook in list(t._hooks.values()):
-                new = hook(grads[nr])
+        var = node.variable
+        if var._hooks and grads and grads[0] is not None:
+            for hook in list(var._hooks.values()):
+                new = hook(grads[0])
                 if new is not None:
-                    grads[nr] = new
-        ref = node._retain_grad_tensors.get(nr)
-        rt = ref() if ref is not None else None
-        if rt is not None and rt._retains_grad:
-            g = grads[nr]
-            if rt._grad is None:
-                rt._grad = g if grad_mode.is_grad_enabled() else g.detach().clone()
-            else:
-                rt._grad = rt._grad + g
+                    grads[0] = new
+    else:
+        for nr, hooks in node._tensor_hooks.items():
+            if nr < len(grads) and grads[nr] is not None:
+                for hook in list(hooks.values()):
+                    new = hook(grads[nr])
+                    if new is not None:
+                        grads[nr] = new
+        for nr, ref in list(node._retain_grad_tensors.items()):
+            t = ref()
+            g = grads[nr] if nr < len(grads) else None
+            # a tensor modified in place since retain_grad() retains at its new grad_fn
+            if t is None or g is None or t._grad_fn is not node or t._output_nr != nr:
+                continue
+            t._grad = g.clone() if t._grad is None else t._grad + g
+    for hook in list(node._prehooks.values()):
+        new = hook(tuple(grads))
+        if new is not None:
+            grads = list(new)
     return grads
+
+
+def _run_node(node, grads):
+    from . import anomaly
+
+    try:
+        in_grads = node.apply(grads)
+    except Exception as exc:
+        anomaly.report_backward_failure(node, exc)
+        raise
+    anomaly.check_nan(node, in_grads)
+    for hook in list(node._hooks.values()):
+        new = hook(tuple(in_grads), tuple(grads))
+        if new is not None:
+            in_grads = list(new)
+    return in_grads
 
 
 def _add(a, b):
@@ -154,14 +162,13 @@ def _add(a, b):
 
 def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, accumulate,
                  allow_unused=False):
-    """The engine. With ``accumulate`` it accumulates into leaves (``backward``); otherwise it
-    returns the gradients flowing into ``inputs`` (``grad``)."""
-    from . import anomaly
-
+    """The engine. With ``accumulate`` it accumulates into leaves (``backward``, and into the
+    ``.grad`` of non-leaf ``inputs``); otherwise it returns the gradients flowing into
+    ``inputs`` (``grad``)."""
     outputs = _as_tuple(outputs)
     if retain_graph is None:
         retain_graph = create_graph
-    grads = _root_grads(outputs, _as_tuple(grad_outputs), create_graph)
+    grads = _root_grads(outputs, _as_tuple(grad_outputs))
     root_edges = []
     for i, out in enumerate(outputs):
         edge = gradient_edge(out)
@@ -171,67 +178,48 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, accu
             )
         root_edges.append(edge)
 
-    capture = {}  # (node, nr) -> list of input positions
-    targets = None
-    if inputs is not None:
-        targets = set()
-        for pos, t in enumerate(inputs):
-            edge = gradient_edge(t)
-            if edge is None:
-                if accumulate:
-                    raise RuntimeError("One of the differentiated Tensors does not require grad")
-                if not t.requires_grad:
-                    raise RuntimeError("One of the differentiated Tensors does not require grad")
-                continue
-            capture.setdefault((edge[0], edge[1]), []).append(pos)
-            targets.add(edge[0])
+    capture = {}  # (node, input_nr) -> positions in ``inputs`` whose gradient arrives there
+    for pos, t in enumerate(inputs or ()):
+        edge = gradient_edge(t)
+        if edge is None:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        capture.setdefault(edge, []).append(pos)
+    capture_nodes = {node for node, _ in capture}
 
-    # Tiny graph of a virtual root so the roots participate in dependency counting.
-    root_nodes = [e[0] for e in root_edges]
-    deps = _collect_dependencies(root_nodes)
-    useful = _nodes_leading_to(root_nodes, targets) if targets is not None else None
+    roots = [node for node, _ in root_edges]
+    order, deps = _topological_order(roots)
+    needed = _nodes_needed(order, capture_nodes) if inputs is not None else None
 
     buffers = {}
     for (node, nr), g in zip(root_edges, grads):
         buf = buffers.setdefault(node, [None] * max(node.num_outputs, nr + 1))
         buf[nr] = _add(buf[nr], g)
     ready = []
-    for node in set(root_nodes):
+    for node in dict.fromkeys(roots):
         if deps.get(node, 0) == 0:
             heapq.heappush(ready, (-node._seq_nr, id(node), node))
 
-    results = [None] * (len(inputs) if inputs is not None else 0)
+    results = [None] * len(inputs or ())
     executed = []
     with grad_mode.set_grad_enabled(create_graph):
         while ready:
             _, _, node = heapq.heappop(ready)
-            node_grads = buffers.pop(node, [None] * node.num_outputs)
-            node_grads = _run_tensor_hooks(node, node_grads)
-            for hook in list(node._prehooks.values()):
-                new = hook(tuple(node_grads))
-                if new is not None:
-                    node_grads = list(new)
+            node_grads = buffers.pop(node, None) or [None] * node.num_outputs
+            node_grads = _pre_hooks(node, node_grads)
+            is_acc = isinstance(node, AccumulateGrad)
             for nr, g in enumerate(node_grads):
                 for pos in capture.get((node, nr), ()):
-                    results[pos] = g if accumulate is False else None
-                    if accumulate and not isinstance(node, AccumulateGrad):
-                        t = inputs[pos]
-                        accumulate_into_leaf(t, g, create_graph, run_hooks=False)
-            run = useful is None or node in useful
-            if isinstance(node, AccumulateGrad):
-                run = accumulate and (targets is None or node in targets)
+                    if not accumulate:
+                        results[pos] = g
+                    elif not is_acc:  # a non-leaf in backward(inputs=...) gets a .grad
+                        accumulate_into_leaf(inputs[pos], g, create_graph, run_hooks=False)
+            if is_acc:
+                run = accumulate and (needed is None or node in capture_nodes)
+            else:
+                run = needed is None or node in needed
             in_grads = []
-            if run and any(g is not None for g in node_grads):
-                try:
-                    in_grads = node.apply(node_grads)
-                except Exception as exc:
-                    anomaly.report_backward_failure(node, exc)
-                    raise
-                anomaly.check_nan(node, in_grads)
-                for hook in list(node._hooks.values()):
-                    new = hook(tuple(in_grads), tuple(node_grads))
-                    if new is not None:
-                        in_grads = list(new)
+            if run:
+                in_grads = _run_node(node, node_grads)
                 executed.append(node)
             for i, (nxt, nr) in enumerate(node.next_functions):
                 if nxt is None:
@@ -244,66 +232,95 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, accu
                 if deps[nxt] == 0:
                     heapq.heappush(ready, (-nxt._seq_nr, id(nxt), nxt))
     if not retain_graph:
-        for node in _iter_nodes(root_nodes):
+        for node in executed:
             node.release()
-    if not accumulate:
-        for pos, t in enumerate(inputs):
-            if results[pos] is None and not allow_unused:
-                raise RuntimeError(
-                    "One of the differentiated Tensors appears to not have been used in the graph. "
-                    "Set allow_unused=True if this is the desired behavior."
-                )
-        if not create_graph:
-            results = [r.detach() if r is not None else None for r in results]
-        return tuple(results)
-    return None
+    if accumulate:
+        return None
+    for pos in range(len(results)):
+        if results[pos] is None and not allow_unused:
+            raise RuntimeError(
+                "One of the differentiated Tensors appears to not have been used in the graph. "
+                "Set allow_unused=True if this is the desired behavior."
+            )
+    return tuple(results)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """Accumulate gradients of ``tensors`` into the leaves' ``.grad`` (PyTorch semantics)."""
+    """Accumulate gradients of ``tensors`` into the leaves' ``.grad`` (PyTorch semantics).
+
+    >>> import tracegrad as tg
+    >>> x = tg.tensor([1.0, 2.0], requires_grad=True)
+    >>> tg.autograd.backward([(x * x).sum()])
+    >>> x.grad
+    tensor([2., 4.])
+    """
     if inputs is not None:
         inputs = _as_tuple(inputs)
         if len(inputs) == 0:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, accumulate=True)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """Return the gradients of ``outputs`` with respect to ``inputs`` without touching ``.grad``."""
+    """Return the gradients of ``outputs`` with respect to ``inputs`` without touching ``.grad``.
+
+    >>> import tracegrad as tg
+    >>> x = tg.tensor([1.0, 2.0], requires_grad=True)
+    >>> tg.autograd.grad((x ** 2).sum(), x)
+    (tensor([2., 4.]),)
+    """
     from .. import creation
 
-    single = not isinstance(inputs, (tuple, list))
     inputs = _as_tuple(inputs)
     if allow_unused is None:
         allow_unused = materialize_grads
     if materialize_grads and not allow_unused:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
-    for t in inputs:
-        if not t.requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
-    res = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, accumulate=False,
-                       allow_unused=allow_unused)
+    if is_grads_batched:
+        res = _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
+    else:
+        res = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
+                           accumulate=False, allow_unused=allow_unused)
     if materialize_grads:
-        res = tuple(r if r is not None else creation.zeros_like(t) for r, t in zip(res, inputs))
+        res = tuple(r if r is not None else creation.zeros_like(t).requires_grad_(create_graph)
+                    for r, t in zip(res, inputs))
     return res
 
 
-def accumulate_into_leaf(var, g, create_graph=None, run_hooks=True):
-    """PyTorch's AccumulateGrad: steal or copy the first gradient, add later ones in place
-    (or out of place under create_graph, so that .grad carries a graph)."""
-    from ..tensor import Tensor
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused):
+    """``is_grads_batched=True``: the first dimension of every grad_output is a batch of
+    vectors; one backward per vector, results stacked (PyTorch vectorises the same loop)."""
+    from .. import functional as F
 
+    outputs = _as_tuple(outputs)
+    grad_outputs = _as_tuple(grad_outputs)
+    if grad_outputs is None or any(g is None for g in grad_outputs):
+        raise RuntimeError("is_grads_batched=True needs a batched grad_output for every output")
+    n = grad_outputs[0].shape[0]
+    per = [run_backward(outputs, [g[b] for g in grad_outputs], True if b < n - 1 else retain_graph,
+                        create_graph, inputs, accumulate=False, allow_unused=allow_unused)
+           for b in range(n)]
+    return tuple(None if per[0][i] is None else F.stack([p[i] for p in per])
+                 for i in range(len(inputs)))
+
+
+def accumulate_into_leaf(var, g, create_graph=None, run_hooks=True):
+    """PyTorch's AccumulateGrad: the first gradient is copied into a fresh ``.grad`` (never an
+    alias of a tensor the user or another leaf can see); later ones are added in place, or out
+    of place under create_graph so that ``.grad`` carries a graph."""
     if g is None:
         return
     if create_graph is None:
         create_graph = grad_mode.is_grad_enabled()
-    current = var.grad if var.is_leaf else var._grad
+    current = var._get_grad()
     if current is None:
-        new = g if create_graph else g.detach()
-        if not create_graph and (new._base is not None or new is g):
-            new = new.clone() if new._base is not None else new
+        if create_graph:
+            new = g.clone()
+        else:
+            with grad_mode.no_grad():
+                new = g.clone()
         _set_grad(var, new)
     elif create_graph:
         _set_grad(var, current + g)

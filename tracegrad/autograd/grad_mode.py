@@ -1,15 +1,25 @@
 """Grad modes: no_grad, enable_grad, set_grad_enabled, inference_mode (thread-local).
 
+Each works as a context manager and as a decorator (also of generator functions);
+``no_grad``, ``enable_grad`` and ``inference_mode`` decorate without parentheses too, and
+``set_grad_enabled(False)`` also works as a plain statement.
+
 >>> import tracegrad as tg
 >>> x = tg.ones(2, requires_grad=True)
 >>> with tg.no_grad():
 ...     y = x * 2
 >>> y.requires_grad
 False
+>>> @tg.no_grad
+... def double(t):
+...     return t * 2
+>>> double(x).requires_grad
+False
 """
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 
 _state = threading.local()
@@ -20,6 +30,7 @@ def _get(name, default):
 
 
 def is_grad_enabled():
+    """Whether operations are currently recorded for autograd."""
     return _get("grad", True)
 
 
@@ -32,9 +43,13 @@ def _set_grad(flag):
 
 
 class _DecoratorContextManager:
-    """A context manager that can also decorate functions (and generator-free callables)."""
+    """A context manager that can also decorate functions and generator functions; each call
+    of the decorated function runs in a fresh copy of the manager."""
 
     def __call__(self, fn):
+        if inspect.isgeneratorfunction(fn):
+            return self._wrap_generator(fn)
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self.clone():
@@ -42,11 +57,49 @@ class _DecoratorContextManager:
 
         return wrapper
 
+    def _wrap_generator(self, fn):
+        # the mode holds while the generator body runs, not while the caller runs between
+        # resumptions (PyTorch's behaviour)
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            gen = fn(*args, **kwargs)
+            try:
+                with self.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    except BaseException as exc:  # noqa: BLE001  (forwarded into the generator)
+                        with self.clone():
+                            response = gen.throw(exc)
+                    else:
+                        with self.clone():
+                            response = gen.send(request)
+            except StopIteration as stop:
+                return stop.value
+
+        return wrapper
+
     def clone(self):
         return self.__class__()
 
 
-class no_grad(_DecoratorContextManager):
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """Also usable as a bare decorator: ``@no_grad`` as well as ``@no_grad()``."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
+    """Disable gradient recording: results of ops do not require grad."""
+
     def __enter__(self):
         self.prev = is_grad_enabled()
         _set_grad(False)
@@ -55,7 +108,9 @@ class no_grad(_DecoratorContextManager):
         _set_grad(self.prev)
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_NoParamDecoratorContextManager):
+    """Enable gradient recording (inside no_grad, say)."""
+
     def __enter__(self):
         self.prev = is_grad_enabled()
         _set_grad(True)
@@ -65,7 +120,14 @@ class enable_grad(_DecoratorContextManager):
 
 
 class set_grad_enabled(_DecoratorContextManager):
-    """Sets grad mode immediately (so a plain call works) and restores it on exit."""
+    """Sets grad mode immediately (so a plain call works) and restores it on exit.
+
+    >>> import tracegrad as tg
+    >>> _ = tg.set_grad_enabled(False)
+    >>> tg.is_grad_enabled()
+    False
+    >>> _ = tg.set_grad_enabled(True)
+    """
 
     def __init__(self, mode):
         self.prev = is_grad_enabled()
@@ -85,9 +147,18 @@ class set_grad_enabled(_DecoratorContextManager):
     def clone(self):
         return self.__class__(self.mode)
 
+    def __repr__(self):
+        return f"tracegrad.set_grad_enabled(mode={self.mode})"
+
 
 class inference_mode(_DecoratorContextManager):
-    """Like no_grad; tensors created inside are inference tensors that can never require grad."""
+    """Like no_grad; tensors created inside are inference tensors: they can never require
+    grad, be saved for backward or be modified in place outside inference mode."""
+
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)
 
     def __init__(self, mode=True):
         self.mode = mode

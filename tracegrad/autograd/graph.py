@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import weakref
 
 from . import grad_mode
@@ -68,11 +69,19 @@ class SavedTensor:
     def __init__(self, tensor, node=None, is_output=False):
         from . import saved_hooks
 
+        if getattr(tensor, "_inference", False) and not grad_mode.is_inference_mode_enabled():
+            raise RuntimeError(
+                "Inference tensors cannot be saved for backward. Please do not use Tensors created "
+                "in inference mode in computation tracked by autograd. To work around this, you can "
+                "make a clone to get a normal tensor and use it in autograd, or use "
+                "`torch.no_grad()` instead of `torch.inference_mode()`."
+            )
         self.freed = False
         self.is_output = is_output
         self.version = tensor._version
         self.output_nr = tensor._output_nr
-        self.requires_grad = tensor.requires_grad
+        # an op's output is saved before attach() marks it as requiring grad; it always does
+        self.requires_grad = True if is_output else tensor.requires_grad
         self.node_ref = weakref.ref(node) if (is_output and node is not None) else None
         if is_output:
             tensor = tensor.detach()
@@ -100,14 +109,9 @@ class SavedTensor:
         else:
             t = self.tensor
             if t._version != self.version:
-                node = for_node.name() if for_node is not None else "a node"
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by an "
-                    f"inplace operation: [{t.dtype.name} {list(t.shape)}], which is output 0 of "
-                    f"{node}, is at version {t._version}; expected version {self.version} instead. "
-                    "Hint: the backtrace further above can show the operation that failed to "
-                    "compute its gradient."
-                )
+                creator = self.node_ref() if self.is_output else t._grad_fn
+                raise RuntimeError(_modified_message(t, creator and creator.name(), self.output_nr,
+                                                     self.version))
         if self.is_output and self.requires_grad:
             node = self.node_ref() if self.node_ref is not None else None
             alias = t.detach()
@@ -124,6 +128,21 @@ class SavedTensor:
         self.packed = None
 
 
+def _modified_message(t, creator, output_nr, expected):
+    """PyTorch's message for a saved tensor that was modified in place after being saved."""
+    kind = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
+            "bool": "Bool"}.get(t.dtype.name, t.dtype.name)
+    desc = f"[tracegrad.{kind}Tensor {list(t.shape)}]"
+    if creator is not None:
+        desc += f", which is output {output_nr} of {re.sub(r'Backward[0-9]*$', '', creator)},"
+    return (
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: {desc} is at version {t._version}; expected version {expected} instead. "
+        "Hint: enable anomaly detection to find the operation that failed to compute its "
+        "gradient, with tracegrad.autograd.set_detect_anomaly(True)."
+    )
+
+
 class Node:
     """A backward function in the autograd graph (``tensor.grad_fn``)."""
 
@@ -133,8 +152,10 @@ class Node:
         self._next_functions = tuple(next_functions)
         self._hooks = _HookDict()
         self._prehooks = _HookDict()
-        self._tensor_prehooks = {}  # output_nr -> weakref to the tensor owning hooks
-        self._retain_grad_tensors = {}
+        # hooks registered with Tensor.register_hook on this node's outputs, by output_nr: they
+        # stay with the node even if the tensor is later modified in place (PyTorch semantics)
+        self._tensor_hooks = {}
+        self._retain_grad_tensors = {}  # output_nr -> weakref to a tensor that retains grad
         self.metadata = {}
         self._seq_nr = next(Node._seq)
         self._released = False
@@ -160,8 +181,16 @@ class Node:
         self._prehooks[h.id] = fn
         return h
 
-    def _register_tensor_prehook(self, output_nr, tensor):
-        self._tensor_prehooks[output_nr] = weakref.ref(tensor)
+    def _register_tensor_hook(self, output_nr, hook):
+        hooks = self._tensor_hooks.get(output_nr)
+        if hooks is None:
+            hooks = self._tensor_hooks[output_nr] = _HookDict()
+        h = RemovableHandle(hooks)
+        hooks[h.id] = hook
+        return h
+
+    def _register_retain_grad(self, output_nr, tensor):
+        self._retain_grad_tensors[output_nr] = weakref.ref(tensor)
 
     def __call__(self, *grads):
         return self.apply(list(grads))
@@ -250,22 +279,28 @@ class OpNode(Node):
     def name(self):
         return "".join(p.capitalize() for p in self.op.name.split("_")) + "Backward0"
 
+    # PyTorch names the saved values of its nodes after the ATen arguments: our primitives'
+    # input 0 is ``self``, input 1 ``other`` (further inputs keep their position), the output
+    # is ``result``; attributes (dim, keepdim, ...) keep their own names.
+    _SAVED_NAMES = {"self": 0, "other": 1, "result": "out", "out": "out"}
+
     def __getattr__(self, item):
-        # saved values as attributes, like PyTorch's _saved_self / _saved_result
         if item.startswith("_saved_"):
             key = item[len("_saved_"):]
-            key = "out" if key in ("result", "out") else key
-            if key in ("self",):
-                key = 0
-            elif key.isdigit():
-                key = int(key)
+            key = self._SAVED_NAMES.get(key, int(key) if key.isdigit() else key)
             saved = self.__dict__.get("saved", {})
             if key in saved:
                 return saved[key].unpack(self)
             attrs = self.__dict__.get("attrs", {})
             if key in attrs:
                 return attrs[key]
-        raise AttributeError(item)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{item}'")
+
+    def __dir__(self):
+        names = {v: k for k, v in self._SAVED_NAMES.items() if k != "out"}
+        extra = ["_saved_" + (names.get(k) or str(k)) for k in self.saved]
+        extra += ["_saved_" + k for k in self.attrs]
+        return sorted(set(super().__dir__()) | set(extra))
 
     def release(self):
         super().release()
@@ -274,6 +309,8 @@ class OpNode(Node):
 
     def apply(self, grad_outputs):
         g = grad_outputs[0]
+        if g is None:  # nothing flows back (PyTorch's undefined gradient)
+            return [None] * len(self.input_meta)
         ctx = VJPContext(self)
         grads = self.op.vjp(ctx, g)
         if len(grads) != len(self.input_meta):

@@ -145,6 +145,12 @@ class Tracer:
         return self._shadow[id(entry.tensor._value)]
 
     # ------------------------------------------------------------------ .grad of user tensors
+    def guard_value(self, description, getter, value):
+        """Specialise on a Python value the function read from outside its arguments (an
+        optimizer's learning rate, ...): the program is reused only while ``getter()`` still
+        equals ``value``."""
+        self.guards.append(("value", description, getter, value))
+
     def _grad_target(self, t):
         """(target, real tensor) for the .grad of ``t``, or None for tensors made in the trace."""
         from .graph import Value

@@ -447,11 +447,11 @@ def _load_one(module, name, key, target, value, assign):
 
 def _zero_grad(p, set_to_none):
     """PyTorch's rule for one tensor: drop the grad, or detach it and zero it in place."""
+    if set_to_none:
+        p.grad = None  # without reading it first: a compiled step then needs no guard on it
+        return
     g = p.grad
     if g is None:
-        return
-    if set_to_none:
-        p.grad = None
         return
     if g.grad_fn is not None:
         g.detach_()

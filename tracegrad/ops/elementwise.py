@@ -57,14 +57,19 @@ def _infer_compare(a, b, **_):
     return broadcast_shapes(a.shape, b.shape), _dt.bool_
 
 
-def binary(name, fn, vjp, jvp, c, save=(0, 1)):
+def _binary_samples():
+    # equal shapes, then both directions of broadcasting
+    return [(("any", "any"), {}), ((("any", (3, 1)), ("any", (4,))), {})]
+
+
+def binary(name, fn, vjp, jvp, c, save=(0, 1), sample=_binary_samples):
     return defop(name, infer=_infer_binary, impl=_quiet(fn), vjp=vjp, jvp=jvp, save=save, c=c,
-                 kind="elementwise", sample=lambda: [(("any", "any"), {})])
+                 kind="elementwise", sample=sample)
 
 
 def compare(name, fn, c):
     return defop(name, infer=_infer_compare, impl=fn, c=c, kind="elementwise",
-                 differentiable=False)
+                 differentiable=False, sample=_binary_samples)
 
 
 # ----------------------------------------------------------------------------- unary math
@@ -136,7 +141,8 @@ RELU = unary("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False), sav
              jvp=lambda ctx, t: t * (ctx.out > 0).to(t.dtype),
              c="({0} > 0 ? {0} : 0)")
 LOGICAL_NOT = defop("logical_not", infer=lambda x: (tuple(x.shape), _dt.bool_),
-                    impl=np.logical_not, c="(!{0})", kind="elementwise", differentiable=False)
+                    impl=np.logical_not, c="(!{0})", kind="elementwise", differentiable=False,
+                    sample=lambda: [(("bool",), {})])
 FLOOR = unary("floor", np.floor, save=(), float_only=False, vjp=lambda ctx, g: (g * 0,),
               jvp=lambda ctx, t: t * 0, c="floor({0})")
 
@@ -232,7 +238,9 @@ DIV = binary("div", _true_divide,
                                  -g * ctx.input(0) / (ctx.input(1) * ctx.input(1))
                                  if ctx.needs_input_grad[1] else None),
              jvp=_div_jvp, c="({0} / {1})")
-POW = binary("pow", np.power, vjp=_pow_vjp, jvp=_pow_jvp, c="pow({0}, {1})")
+# a positive base keeps a ** b real for every exponent
+POW = binary("pow", np.power, vjp=_pow_vjp, jvp=_pow_jvp, c="pow({0}, {1})",
+             sample=lambda: [(("positive", "any"), {}), ((("positive", (3, 1)), ("any", (4,))), {})])
 MAXIMUM = binary("maximum", np.maximum, vjp=_minmax_vjp(lambda a, b: a > b),
                  jvp=_minmax_jvp(lambda a, b: a > b), c="({0} > {1} ? {0} : {1})")
 MINIMUM = binary("minimum", np.minimum, vjp=_minmax_vjp(lambda a, b: a < b),
@@ -298,9 +306,13 @@ def _clamp_mask(x, min, max):
     return mask
 
 
+def _bounds(ctx):
+    return ctx.attrs.get("min"), ctx.attrs.get("max")  # either may be omitted
+
+
 CLAMP = defop("clamp", infer=_infer_clamp, impl=_clamp_impl, save=(0,), kind="elementwise",
-              vjp=lambda ctx, g: (g * _clamp_mask(ctx.input(0), ctx.min, ctx.max).to(g.dtype),),
-              jvp=lambda ctx, t: t * _clamp_mask(ctx.input(0), ctx.min, ctx.max).to(t.dtype),
+              vjp=lambda ctx, g: (g * _clamp_mask(ctx.input(0), *_bounds(ctx)).to(g.dtype),),
+              jvp=lambda ctx, t: t * _clamp_mask(ctx.input(0), *_bounds(ctx)).to(t.dtype),
               c=None, sample=lambda: [(("any",), {"min": -0.5, "max": 0.7}),
                                       (("any",), {"min": -0.3})])
 
@@ -312,4 +324,5 @@ def _cast_vjp(ctx, g):
 
 CAST = defop("cast", infer=lambda x, dtype: (tuple(x.shape), dtype),
              impl=lambda x, dtype: x.astype(dtype.np), save=(), kind="elementwise",
-             vjp=_cast_vjp, jvp=lambda ctx, t: t.to(ctx.dtype), c="(({ctype}){0})")
+             vjp=_cast_vjp, jvp=lambda ctx, t: t.to(ctx.dtype), c="(({ctype}){0})",
+             sample=lambda: [(("any",), {"dtype": _dt.float64})])

@@ -231,7 +231,7 @@ SCATTER_ADD = defop(
                                            ctx.input(1), _or_zeros(ts, ctx.shapes[2], ctx.dtypes[2]),
                                            dim=ctx.dim),
     sample=lambda: [(("any", ("index", (3, 4), 3), "any"), {"dim": 0}),
-                    (("any", ("index", (2, 3), 4), ("any", (3, 5))), {"dim": 1})])
+                    ((("any", (3, 5)), ("index", (2, 3), 5), ("any", (2, 3))), {"dim": 1})])
 
 
 def _argsort_impl(x, dim, descending, stable):

@@ -48,15 +48,25 @@ SUM = defop("sum", infer=_infer_reduce, save=(), kind="reduce",
 
 
 def _prod_vjp(ctx, g):
-    """d prod / dx_i is the product of the other elements. Computed as a product with x_i
-    replaced by 1 (no division, so zeros are handled; O(n^2) in the reduced size)."""
-    from .. import creation
-
-    x = ctx.input(0)
+    """d prod / dx_i is the product of the other elements (see ``_prod_of_others``)."""
     shape, dim = ctx.shapes[0], ctx.dim
     g = _keep(g, shape, dim, ctx.keepdim)
     if not dim:
         return (g,)
+    return (g * _prod_of_others(ctx.input(0), shape, dim),)
+
+
+def _prod_jvp(ctx, t):
+    if not ctx.dim:
+        return t
+    return (t * _prod_of_others(ctx.input(0), ctx.shapes[0], ctx.dim)).sum(ctx.dim, keepdim=ctx.keepdim)
+
+
+def _prod_of_others(x, shape, dim):
+    """For each element, the product of the other elements of its reduction group: a product
+    with x_i replaced by 1 (no division, so zeros are handled; O(n^2) in the reduced size)."""
+    from .. import creation
+
     others = [d for d in range(len(shape)) if d not in dim]
     perm = others + list(dim)
     flat = x.permute(perm).reshape([shape[d] for d in others] + [-1])
@@ -65,13 +75,14 @@ def _prod_vjp(ctx, g):
     rows = flat.unsqueeze(-2).expand(*flat.shape[:-1], n, n)
     others_prod = rows.where(eye.logical_not(), 1.0).prod((flat.ndim,), keepdim=False)
     inv = [perm.index(i) for i in range(len(shape))]
-    grad_x = others_prod.reshape([shape[d] for d in perm]).permute(inv)
-    return (g * grad_x,)
+    return others_prod.reshape([shape[d] for d in perm]).permute(inv)
 
 
 PROD = defop("prod", infer=_infer_reduce, save=(0,), kind="reduce",
              impl=lambda x, dim, keepdim: np.prod(x, axis=dim, keepdims=keepdim),
-             vjp=_prod_vjp, jvp=None, c="prod", sample=lambda: [(("any",), {"dim": (1,), "keepdim": False})])
+             vjp=_prod_vjp, jvp=_prod_jvp, c="prod",
+             sample=lambda: [(("any",), {"dim": (1,), "keepdim": False}),
+                             (("any",), {"dim": (0, 1), "keepdim": True})])
 
 
 def _extreme_vjp(ctx, g):
@@ -134,7 +145,11 @@ def _arg_impl(fn):
     return impl
 
 
+def _arg_samples():
+    return [(("any",), {"dim": 1, "keepdim": False}), (("any",), {"dim": None, "keepdim": True})]
+
+
 ARGMAX = defop("argmax", infer=_infer_arg, impl=_arg_impl(np.argmax), differentiable=False,
-               kind="reduce", c="argmax")
+               kind="reduce", c="argmax", sample=_arg_samples)
 ARGMIN = defop("argmin", infer=_infer_arg, impl=_arg_impl(np.argmin), differentiable=False,
-               kind="reduce", c="argmin")
+               kind="reduce", c="argmin", sample=_arg_samples)

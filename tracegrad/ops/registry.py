@@ -68,29 +68,37 @@ def defop(name, **kwargs) -> OpDef:
 def dispatch(op: OpDef, *inputs, **attrs):
     """Run ``op`` on Tensors: eagerly with NumPy, or recorded into the active trace.
     Records an autograd Node when grad mode is on and an input requires grad."""
-    from ..ir import trace
-    from ..tensor import Tensor
-
     shape, dtype = op.infer(*inputs, **attrs)
-    tracer = trace.current_tracer()
+    tracer = _trace.current_tracer()
     if tracer is not None:
         value = tracer.record(op, inputs, attrs, shape, dtype)
     else:
         value = op.impl(*[t._value for t in inputs], **attrs)
-        if not isinstance(value, np.ndarray):
+        if value.__class__ is not np.ndarray:
             value = np.asarray(value)
         if value.dtype != dtype.np:
             value = value.astype(dtype.np)
         if value.shape != tuple(shape):
             raise AssertionError(f"{op.name}: impl gave shape {value.shape}, infer said {shape}")
-    out = Tensor._make(value, dtype)
-    if (op.differentiable and dtype.is_floating_point and grad_mode.is_grad_enabled()
+    out = _Tensor._make(value, dtype)
+    if (op.differentiable and dtype.category == 2 and grad_mode.is_grad_enabled()
             and any(t._requires_grad for i, t in enumerate(inputs) if i not in op.nondiff_inputs)):
-        from ..autograd.graph import OpNode
-
-        OpNode.attach(op, inputs, attrs, out)
-    from ..autograd import forward_ad
-
-    if forward_ad._active_level is not None:
-        forward_ad.propagate(op, inputs, attrs, out)
+        _OpNode.attach(op, inputs, attrs, out)
+    if _forward_ad._active_level is not None:
+        _forward_ad.propagate(op, inputs, attrs, out)
     return out
+
+
+# Bound at the end of package import (tracegrad/__init__.py calls _bind) to avoid import
+# cycles without paying for an import statement on every dispatch.
+_trace = _Tensor = _OpNode = _forward_ad = None
+
+
+def _bind():
+    global _trace, _Tensor, _OpNode, _forward_ad
+    from ..autograd import forward_ad
+    from ..autograd.graph import OpNode
+    from ..ir import trace
+    from ..tensor import Tensor
+
+    _trace, _Tensor, _OpNode, _forward_ad = trace, Tensor, OpNode, forward_ad

@@ -1,0 +1,175 @@
+"""Shared helpers for comparing tracegrad with PyTorch (the oracle).
+
+- ``TWINS``: registry op name -> a function of torch tensors and the op's attrs computing the
+  same thing in PyTorch. Every op with a sample must have a twin or be listed in ``NO_TWIN``
+  with the reason and the test that covers it.
+- ``to_tg`` / ``to_torch``: ndarrays to tensors of either library (floats require grad on demand).
+- ``assert_close``: value comparison with dtype-aware tolerances and a readable message.
+- ``compare_fn``: run the same function on both libraries and compare values and gradients.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import tracegrad as tg
+import tracegrad.nn.functional  # noqa: F401  (registers the nn primitives)
+from tracegrad.ops import index as I  # noqa: F401  (registers the index primitives)
+
+try:
+    import torch
+    import torch.nn.functional as TF
+except ImportError:  # tests importorskip torch before using the oracle
+    torch = TF = None
+
+TG_TO_TORCH_DTYPE = {}
+if torch is not None:
+    TG_TO_TORCH_DTYPE = {tg.float32: torch.float32, tg.float64: torch.float64,
+                         tg.int64: torch.int64, tg.int32: torch.int32, tg.bool: torch.bool}
+
+
+# ----------------------------------------------------------------------------- conversions
+def to_tg(a, requires_grad=False):
+    t = tg.tensor(np.array(a, copy=True))
+    return t.requires_grad_(True) if requires_grad and t.dtype.is_floating_point else t
+
+
+def to_torch(a, requires_grad=False):
+    t = torch.from_numpy(np.array(a, copy=True))
+    return t.requires_grad_(True) if requires_grad and t.is_floating_point() else t
+
+
+def np_of(t):
+    """ndarray of a tracegrad or torch tensor (None stays None)."""
+    if t is None or isinstance(t, np.ndarray):
+        return t
+    if isinstance(t, tg.Tensor):
+        return np.array(t.detach().numpy())
+    return t.detach().numpy(force=True)  # force: torch ZeroTensors (zero grads)
+
+
+def tolerance(dtype):
+    return (1e-5, 1e-5) if np.dtype(dtype) == np.float32 else (1e-10, 1e-9)
+
+
+def assert_close(actual, expected, what="", rtol=None, atol=None):
+    a, e = np_of(actual), np_of(expected)
+    assert a.shape == e.shape, f"{what}: shape {a.shape} != torch {e.shape}"
+    if a.dtype.kind == "f" or e.dtype.kind == "f":
+        r, t = tolerance(e.dtype)
+        np.testing.assert_allclose(a, e, rtol=rtol or r, atol=atol or t, err_msg=what)
+    else:
+        np.testing.assert_array_equal(a, e, err_msg=what)
+
+
+def compare_fn(tg_fn, torch_fn, arrays, grad=True, seed=0, rtol=None, atol=None):
+    """Run both functions on the same arrays; compare outputs and (when ``grad``) the
+    gradients of every floating input for a random cotangent."""
+    a = [to_tg(x, grad) for x in arrays]
+    b = [to_torch(x, grad) for x in arrays]
+    out, ref = tg_fn(*a), torch_fn(*b)
+    assert_close(out, ref, "value", rtol, atol)
+    if not grad or not ref.requires_grad:
+        return out
+    cot = np.random.default_rng(seed).standard_normal(tuple(ref.shape)).astype(np_of(ref).dtype)
+    diff = [i for i, x in enumerate(b) if x.requires_grad]
+    got = tg.autograd.grad(out, [a[i] for i in diff], to_tg(cot), allow_unused=True)
+    want = torch.autograd.grad(ref, [b[i] for i in diff], to_torch(cot), allow_unused=True)
+    for i, g, w in zip(diff, got, want):
+        if w is None:
+            assert g is None or not np.any(np_of(g)), f"grad of input {i}: torch has none"
+            continue
+        assert g is not None, f"grad of input {i} missing"
+        assert_close(g, w, f"grad of input {i}", rtol, atol)
+    return out
+
+
+# ----------------------------------------------------------------------------- registry twins
+def _slices(index):
+    return tuple(slice(a, b, c) for a, b, c in index)
+
+
+def _taken_shape(x_shape, idx_shape, dim):
+    return tuple(x_shape[:dim]) + tuple(idx_shape) + tuple(x_shape[dim + 1:])
+
+
+def _unslice(g, shape, index):
+    out = torch.zeros(shape, dtype=g.dtype)
+    out[_slices(index)] = g
+    return out
+
+
+def _reduce_dims(fn):
+    """A torch reduction over a tuple of dims, one dim at a time (highest first);
+    ``dim=()`` reduces nothing, like our primitives (torch would reduce everything)."""
+    def twin(x, dim, keepdim):
+        for d in sorted(dim, reverse=True):
+            x = fn(x, d, keepdim)
+        return x.clone() if not dim else x
+
+    return twin
+
+
+def _along(x_shape, dim):
+    return lambda src: src.reshape(tuple(x_shape[:dim]) + (-1,) + tuple(x_shape[dim + 1:]))
+
+
+def _unfold(x, kernel, stride, padding, dilation, pad_value=0.0):
+    (pt, pb), (pl, pr) = padding
+    xp = TF.pad(x, (pl, pr, pt, pb), value=pad_value)
+    return TF.unfold(xp, kernel, dilation=dilation, padding=0, stride=stride)
+
+
+def _fold(cols, output_size, kernel, stride, padding, dilation):
+    (pt, pb), (pl, pr) = padding
+    assert pt == pb and pl == pr, "torch's fold pads symmetrically"
+    return TF.fold(cols, output_size, kernel, dilation=dilation, padding=(pt, pl), stride=stride)
+
+
+def _twins():
+    t = torch
+    twins = {name: getattr(t, name) for name in (
+        "neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tan",
+        "tanh", "sigmoid", "erf", "relu", "floor", "logical_not", "add", "sub", "mul", "div",
+        "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+        "logical_or", "where", "matmul")}
+    twins.update({
+        "clamp": lambda x, min=None, max=None: t.clamp(x, min, max),
+        "cast": lambda x, dtype: x.to(TG_TO_TORCH_DTYPE[dtype]),
+        "sum": _reduce_dims(lambda x, d, k: t.sum(x, d, keepdim=k)),
+        "prod": _reduce_dims(lambda x, d, k: t.prod(x, d, keepdim=k)),
+        "amax": _reduce_dims(lambda x, d, k: t.amax(x, d, keepdim=k)),
+        "amin": _reduce_dims(lambda x, d, k: t.amin(x, d, keepdim=k)),
+        "argmax": lambda x, dim, keepdim: t.argmax(x, dim, keepdim=keepdim),
+        "argmin": lambda x, dim, keepdim: t.argmin(x, dim, keepdim=keepdim),
+        "reshape": lambda x, shape: x.reshape(shape),
+        "permute": lambda x, dims: x.permute(dims),
+        "expand": lambda x, shape: x.expand(shape),
+        "slice": lambda x, index: x[_slices(index)],
+        "unslice": _unslice,
+        "flip": lambda x, dims: t.flip(x, dims),
+        "cat": lambda *xs, dim: t.cat(xs, dim),
+        "copy": lambda x: x.clone(),
+        "index": lambda x, idx, dim: t.index_select(x, dim, idx.reshape(-1)).reshape(
+            _taken_shape(x.shape, idx.shape, dim)),
+        "index_add": lambda x, idx, src, dim: x.index_add(dim, idx.reshape(-1),
+                                                          _along(x.shape, dim)(src)),
+        "index_put": lambda x, idx, src, dim: x.index_copy(dim, idx.reshape(-1),
+                                                           _along(x.shape, dim)(src)),
+        "gather": lambda x, idx, dim: t.gather(x, dim, idx),
+        "scatter_add": lambda x, idx, src, dim: t.scatter_add(x, dim, idx, src),
+        "argsort": lambda x, dim, descending, stable: t.sort(x, dim=dim, descending=descending,
+                                                              stable=True).indices,
+        "nonzero": lambda x: t.nonzero(x),
+        "unfold2d": _unfold,
+        "fold2d": _fold,
+    })
+    return twins
+
+
+TWINS = _twins() if torch is not None else {}
+
+# ops whose results no PyTorch function reproduces, and the test that covers each
+NO_TWIN = {
+    "dropout_mask": "random by design (its own counter-based generator); "
+                    "tests/test_nn_functional.py checks its statistics, scaling and determinism",
+}

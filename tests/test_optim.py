@@ -1,0 +1,309 @@
+"""tg.optim: SGD, Adam, AdamW updates against PyTorch step by step, hyper-parameter
+validation, param groups, zero_grad, state_dict/load_state_dict, and the compiler-facing
+rules (state allocated up front, step count a 0-dim float tensor, state updated in place)."""
+import numpy as np
+import pytest
+
+import tracegrad as tg
+
+torch = pytest.importorskip("torch")
+
+SHAPES = [(4, 3), (3,), ()]
+
+
+def make_params(dtype):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s).astype(dtype) for s in SHAPES]
+    ours = [tg.nn.Parameter(tg.tensor(a)) for a in arrays]
+    theirs = [torch.nn.Parameter(torch.tensor(a)) for a in arrays]
+    return ours, theirs
+
+
+def run_both(make_ours, make_theirs, steps=6, dtype=np.float64, skip_first=False, groups=None):
+    """Feed identical gradients to both optimizers and compare parameters after each step."""
+    ours, theirs = make_params(dtype)
+    if groups is not None:
+        ours_p, theirs_p = groups(ours), groups(theirs)
+    else:
+        ours_p, theirs_p = ours, theirs
+    opt, ref = make_ours(ours_p), make_theirs(theirs_p)
+    rng = np.random.default_rng(1)
+    for step in range(steps):
+        for i, (p, q) in enumerate(zip(ours, theirs)):
+            if skip_first and i == 0 and step % 2 == 0:
+                p.grad, q.grad = None, None  # params without grad are skipped
+                continue
+            g = rng.standard_normal(tuple(p.shape)).astype(dtype)
+            p.grad, q.grad = tg.tensor(g), torch.tensor(g)
+        opt.step()
+        ref.step()
+        rtol = 1e-12 if dtype == np.float64 else 2e-6
+        for p, q in zip(ours, theirs):
+            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=rtol, atol=rtol)
+    return opt, ref, ours, theirs
+
+
+SGD_CASES = [
+    dict(lr=0.1),
+    dict(lr=0.1, momentum=0.9),
+    dict(lr=0.05, momentum=0.8, dampening=0.3),
+    dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01),
+    dict(lr=0.05, momentum=0.5, weight_decay=0.1, maximize=True),
+]
+ADAM_CASES = [
+    dict(),
+    dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6),
+    dict(lr=0.01, weight_decay=0.1),
+    dict(lr=0.01, amsgrad=True),
+    dict(lr=0.02, maximize=True, weight_decay=0.05, amsgrad=True),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kwargs", SGD_CASES, ids=str)
+def test_sgd_matches_torch(kwargs, dtype):
+    run_both(lambda p: tg.optim.SGD(p, **kwargs), lambda p: torch.optim.SGD(p, **kwargs), dtype=dtype,
+             skip_first=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kwargs", ADAM_CASES, ids=str)
+def test_adam_matches_torch(kwargs, dtype):
+    run_both(lambda p: tg.optim.Adam(p, **kwargs), lambda p: torch.optim.Adam(p, **kwargs), dtype=dtype,
+             skip_first=True)
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(lr=0.01, weight_decay=0.3, amsgrad=True)], ids=str)
+def test_adamw_matches_torch(kwargs):
+    run_both(lambda p: tg.optim.AdamW(p, **kwargs), lambda p: torch.optim.AdamW(p, **kwargs),
+             skip_first=True)
+
+
+def test_param_groups_with_own_options_match_torch():
+    def groups(ps):
+        return [{"params": ps[:1], "lr": 0.5, "momentum": 0.0}, {"params": ps[1:]}]
+
+    opt, ref, _, _ = run_both(lambda g: tg.optim.SGD(g, lr=0.1, momentum=0.9),
+                              lambda g: torch.optim.SGD(g, lr=0.1, momentum=0.9), groups=groups)
+    assert opt.param_groups[0]["lr"] == 0.5 and opt.param_groups[1]["lr"] == 0.1
+    assert opt.param_groups[1]["momentum"] == 0.9
+
+
+def test_add_param_group_and_errors():
+    a, b = tg.nn.Parameter(tg.ones(2)), tg.nn.Parameter(tg.ones(3))
+    opt = tg.optim.Adam([a], lr=0.1)
+    opt.add_param_group({"params": b, "betas": (0.5, 0.6)})
+    assert opt.param_groups[1]["lr"] == 0.1 and opt.param_groups[1]["betas"] == (0.5, 0.6)
+    assert set(opt.state[b]) == {"step", "exp_avg", "exp_avg_sq"}
+    with pytest.raises(ValueError, match="some parameters appear in more than one parameter group"):
+        opt.add_param_group({"params": [a]})
+    with pytest.raises(ValueError, match="optimizer got an empty parameter list"):
+        tg.optim.SGD([], lr=0.1)
+    with pytest.raises(TypeError, match="should be an iterable of Tensors or dicts, but got tracegrad.Tensor"):
+        tg.optim.SGD(a, lr=0.1)
+    with pytest.raises(TypeError, match="optimizer can only optimize Tensors"):
+        tg.optim.SGD([1.0], lr=0.1)
+    with pytest.raises(ValueError, match="can't optimize a non-leaf Tensor"):
+        tg.optim.SGD([a * 2], lr=0.1)
+    with pytest.raises(TypeError, match="ordered collections"):
+        tg.optim.SGD([{"params": {a}}], lr=0.1)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: tg.optim.SGD(p, lr=-1), "Invalid learning rate: -1"),
+    (lambda p: tg.optim.SGD(p, lr=0.1, momentum=-0.5), "Invalid momentum value: -0.5"),
+    (lambda p: tg.optim.SGD(p, lr=0.1, weight_decay=-1), "Invalid weight_decay value: -1"),
+    (lambda p: tg.optim.SGD(p, lr=0.1, nesterov=True), "Nesterov momentum requires a momentum and zero dampening"),
+    (lambda p: tg.optim.SGD(p, lr=0.1, momentum=0.9, dampening=0.1, nesterov=True),
+     "Nesterov momentum requires a momentum and zero dampening"),
+    (lambda p: tg.optim.Adam(p, lr=-0.1), "Invalid learning rate: -0.1"),
+    (lambda p: tg.optim.Adam(p, eps=-1e-8), "Invalid epsilon value: -1e-08"),
+    (lambda p: tg.optim.Adam(p, betas=(1.0, 0.999)), "Invalid beta parameter at index 0: 1.0"),
+    (lambda p: tg.optim.AdamW(p, betas=(0.9, -0.1)), "Invalid beta parameter at index 1: -0.1"),
+    (lambda p: tg.optim.AdamW(p, weight_decay=-0.1), "Invalid weight_decay value: -0.1"),
+    (lambda p: tg.optim.SGD([{"params": p, "lr": -2.0}], lr=0.1), "Invalid learning rate: -2.0"),
+])
+def test_hyper_parameter_validation_like_torch(make, message):
+    params = [tg.nn.Parameter(tg.ones(2))]
+    with pytest.raises(ValueError) as ours:
+        make(params)
+    assert str(ours.value) == message
+
+
+def test_validation_messages_equal_torchs():
+    p, q = [tg.nn.Parameter(tg.ones(1))], [torch.nn.Parameter(torch.ones(1))]
+    for args in [dict(lr=-1), dict(lr=0.1, momentum=-1), dict(lr=0.1, nesterov=True)]:
+        with pytest.raises(ValueError) as ours:
+            tg.optim.SGD(p, **args)
+        with pytest.raises(ValueError) as theirs:
+            torch.optim.SGD(q, **args)
+        assert str(ours.value) == str(theirs.value)
+    for args in [dict(betas=(0.9, 1.5)), dict(eps=-1.0)]:
+        with pytest.raises(ValueError) as ours:
+            tg.optim.Adam(p, **args)
+        with pytest.raises(ValueError) as theirs:
+            torch.optim.Adam(q, **args)
+        assert str(ours.value) == str(theirs.value)
+
+
+def test_state_is_allocated_up_front_and_updated_in_place():
+    params, _ = make_params(np.float32)
+    opt = tg.optim.Adam(params, amsgrad=True)
+    before = {id(p): dict(opt.state[p]) for p in params}
+    for p in params:
+        st = opt.state[p]
+        assert st["step"].shape == () and st["step"].dtype is tg.float32 and st["step"].item() == 0
+        assert st["exp_avg"].shape == p.shape and not st["exp_avg"].requires_grad
+    for _ in range(3):
+        for p in params:
+            p.grad = tg.ones_like(p.detach())
+        opt.step()
+    for p in params:
+        for name, t in opt.state[p].items():
+            assert t is before[id(p)][name]  # same tensor objects: a compiled step can own them
+        assert opt.state[p]["step"].item() == 3
+    sgd = tg.optim.SGD(params, lr=0.1)
+    assert all(not sgd.state[p] for p in params)  # plain SGD keeps no state
+    sgd.param_groups[0]["momentum"] = 0.9  # changed later: state appears at the next step
+    sgd.step()
+    assert set(sgd.state[params[0]]) == {"momentum_buffer", "step"}
+
+
+def test_zero_grad_and_closure():
+    p = tg.nn.Parameter(tg.ones(3))
+    opt = tg.optim.SGD([p], lr=0.1)
+
+    def closure():
+        opt.zero_grad()
+        loss = (p * p).sum()
+        loss.backward()
+        return loss
+
+    assert opt.step(closure).item() == 3.0
+    assert p.tolist() == pytest.approx([0.8] * 3)
+    g = p.grad
+    opt.zero_grad(set_to_none=False)
+    assert p.grad is g and g.tolist() == [0.0] * 3
+    opt.zero_grad()
+    assert p.grad is None
+
+
+def test_state_dict_layout_matches_torch():
+    opt, ref, _, _ = run_both(lambda p: tg.optim.Adam(p, lr=0.01), lambda p: torch.optim.Adam(p, lr=0.01), steps=2)
+    ours, theirs = opt.state_dict(), ref.state_dict()
+    torch_only = {"foreach", "capturable", "differentiable", "fused"}
+    assert [{k: v for k, v in g.items() if k not in torch_only} for g in theirs["param_groups"]] == \
+        ours["param_groups"]
+    assert ours["state"].keys() == theirs["state"].keys()
+    for idx, st in theirs["state"].items():
+        assert ours["state"][idx].keys() == st.keys()
+        for k, v in st.items():
+            np.testing.assert_allclose(ours["state"][idx][k].numpy(), v.numpy(), rtol=1e-12)
+    assert "Parameter Group 0\n    amsgrad: False\n    betas: (0.9, 0.999)" in repr(opt)
+
+
+def _grads(params, seed):
+    rng = np.random.default_rng(seed)
+    for p in params:
+        p.grad = tg.tensor(rng.standard_normal(tuple(p.shape)), dtype=p.dtype)
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: tg.optim.SGD(p, lr=0.1, momentum=0.9, dampening=0.2),
+    lambda p: tg.optim.Adam(p, lr=0.01, amsgrad=True),
+    lambda p: tg.optim.AdamW(p, lr=0.01),
+])
+def test_load_state_dict_resumes_exactly(make):
+    ps, _ = make_params(np.float64)
+    opt = make(ps)
+    for s in range(3):
+        _grads(ps, s)
+        opt.step()
+    saved = {"state": {i: {k: v.clone() for k, v in st.items()} for i, st in opt.state_dict()["state"].items()},
+             "param_groups": [dict(g) for g in opt.state_dict()["param_groups"]]}
+    snapshot = [p.detach().clone() for p in ps]
+    for s in range(3, 6):
+        _grads(ps, s)
+        opt.step()
+    expected = [p.detach().numpy().copy() for p in ps]
+
+    fresh = [tg.nn.Parameter(t.clone()) for t in snapshot]
+    opt2 = make(fresh)
+    state_tensors = {k: v for k, v in opt2.state[fresh[0]].items()}
+    opt2.load_state_dict(saved)
+    assert all(opt2.state[fresh[0]][k] is v for k, v in state_tensors.items())  # loaded in place
+    for s in range(3, 6):
+        _grads(fresh, s)
+        opt2.step()
+    for p, e in zip(fresh, expected):
+        np.testing.assert_array_equal(p.detach().numpy(), e)
+
+
+def test_load_torch_state_dict_then_continue_like_torch():
+    for make_t, make_g in [
+        (lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, dampening=0.5),
+         lambda p: tg.optim.SGD(p, lr=0.1, momentum=0.9, dampening=0.5)),
+        (lambda p: torch.optim.Adam(p, lr=0.01), lambda p: tg.optim.Adam(p, lr=0.01)),
+    ]:
+        ps, qs = make_params(np.float64)
+        ref = make_t(qs)
+        rng = np.random.default_rng(5)
+        for _ in range(2):
+            for q in qs:
+                q.grad = torch.tensor(rng.standard_normal(tuple(q.shape)))
+            ref.step()
+        with torch.no_grad():
+            for p, q in zip(ps, qs):
+                p.data = tg.tensor(q.detach().numpy().copy())
+        sd = ref.state_dict()
+        converted = {"state": {i: {k: tg.tensor(v.numpy().copy()) for k, v in st.items()}
+                               for i, st in sd["state"].items()},
+                     "param_groups": sd["param_groups"]}
+        opt = make_g(ps)
+        opt.load_state_dict(converted)
+        for _ in range(3):
+            for p, q in zip(ps, qs):
+                g = rng.standard_normal(tuple(q.shape))
+                p.grad, q.grad = tg.tensor(g), torch.tensor(g)
+            opt.step()
+            ref.step()
+        for p, q in zip(ps, qs):
+            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-12)
+
+
+def test_load_state_dict_errors():
+    ps, _ = make_params(np.float32)
+    opt = tg.optim.Adam(ps)
+    sd = opt.state_dict()
+    with pytest.raises(ValueError, match="different number of parameter groups"):
+        opt.load_state_dict({"state": {}, "param_groups": sd["param_groups"] * 2})
+    with pytest.raises(ValueError, match="doesn't match the size of optimizer's group"):
+        opt.load_state_dict({"state": {}, "param_groups": [dict(sd["param_groups"][0], params=[0])]})
+    bad = {"state": {0: {"exp_avg": tg.zeros(2, 2)}}, "param_groups": sd["param_groups"]}
+    with pytest.raises(ValueError, match=r"'exp_avg' of shape \[2, 2\], but the optimizer's is \[4, 3\]"):
+        opt.load_state_dict(bad)
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: tg.optim.SGD(p, lr=0.1, momentum=0.9, dampening=0.2),
+    lambda p: tg.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01, maximize=True),
+    lambda p: tg.optim.Adam(p, lr=0.01, amsgrad=True, weight_decay=0.1),
+    lambda p: tg.optim.AdamW(p, lr=0.01),
+], ids=["sgd_dampening", "sgd_nesterov", "adam_amsgrad", "adamw"])
+def test_step_traces_whole_and_never_retraces(make):
+    """step() captures into one program (no graph break, fullgraph=True) that updates the
+    parameters and the state in place like eager mode, and the step count never retraces it."""
+    eager_ps, _ = make_params(np.float32)
+    traced_ps, _ = make_params(np.float32)
+    eager, traced = make(eager_ps), make(traced_ps)
+    compiled_step = tg.compile(traced.step, backend="interpreter", fullgraph=True)
+    for s in range(4):
+        _grads(eager_ps, s)
+        _grads(traced_ps, s)
+        eager.step()
+        compiled_step()
+        for p, q in zip(eager_ps, traced_ps):
+            np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-6, atol=1e-7)
+            for k, v in eager.state[p].items():
+                np.testing.assert_allclose(traced.state[q][k].numpy(), v.numpy(), rtol=1e-6, atol=1e-7)
+    assert len(compiled_step.programs) == 1

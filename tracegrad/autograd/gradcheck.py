@@ -1,0 +1,215 @@
+"""``gradcheck`` and ``gradgradcheck``: compare the Jacobians autograd computes with central
+finite differences (PyTorch's ``torch.autograd.gradcheck`` semantics, slow mode).
+
+>>> import tracegrad as tg
+>>> x = tg.tensor([0.5, -1.0, 2.0], dtype=tg.float64, requires_grad=True)
+>>> tg.autograd.gradcheck(lambda t: (t.sin() * t).sum(), (x,))
+True
+>>> tg.autograd.gradgradcheck(lambda t: t.exp() * t, (x,))
+True
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from . import grad_mode
+
+__all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
+
+
+class GradcheckError(RuntimeError):
+    """Raised by gradcheck / gradgradcheck when a Jacobian check fails."""
+
+
+def _tensor_cls():
+    from ..tensor import Tensor
+
+    return Tensor
+
+
+def _as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _float_outputs(outputs):
+    Tensor = _tensor_cls()
+    return [o for o in _as_tuple(outputs) if isinstance(o, Tensor) and o.dtype.is_floating_point]
+
+
+def _diff_inputs(inputs):
+    Tensor = _tensor_cls()
+    return [(i, t) for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+
+
+def _check_inputs(inputs):
+    diff = _diff_inputs(inputs)
+    if not diff:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none "
+                         "of the them have requires_grad=True.")
+    for i, t in diff:
+        if t.dtype.name != "float64":
+            warnings.warn(
+                f"Input #{i} requires gradient and is not a double precision floating point. This "
+                "check will likely fail if all the inputs are not of double precision floating "
+                "point. ", UserWarning, stacklevel=3)
+    return diff
+
+
+def _evaluate(fn, inputs):
+    """Outputs of ``fn`` as flat float64 arrays. Grad mode stays on: ``fn`` may itself
+    differentiate (gradgradcheck's first-order function does)."""
+    with grad_mode.enable_grad():
+        outs = _float_outputs(fn(*inputs))
+    return [np.array(o.detach().numpy(), dtype=np.float64).reshape(-1) for o in outs]
+
+
+def _numerical_jacobians(fn, inputs, diff, eps):
+    """``jac[j][i]``: (numel of output i, numel of input j), by central differences. Each input
+    is perturbed in place in its own storage (restored afterwards), like PyTorch."""
+    jacobians = []
+    for _, t in diff:
+        values = t.detach().numpy()
+        flat = values.reshape(-1)  # a view when the storage is contiguous
+        if not np.shares_memory(flat, values):
+            raise RuntimeError("gradcheck needs contiguous inputs; call .contiguous() first")
+        cols = []
+        for k in range(flat.size):
+            orig = flat[k]
+            flat[k] = orig - eps
+            lo = _evaluate(fn, inputs)
+            flat[k] = orig + eps
+            hi = _evaluate(fn, inputs)
+            flat[k] = orig
+            cols.append([(h - l) / (2 * eps) for h, l in zip(hi, lo)])
+        n_out = len(_evaluate(fn, inputs)) if not cols else len(cols[0])
+        per_out = []
+        for i in range(n_out):
+            size = cols[0][i].size if cols else 0
+            per_out.append(np.stack([c[i] for c in cols], axis=1) if cols else np.zeros((size, 0)))
+        jacobians.append(per_out)
+    return jacobians
+
+
+def _analytical_jacobians(fn, inputs, diff):
+    """Rows by reverse mode: one ``autograd.grad`` call per output element."""
+    from .. import creation
+    from .engine import grad
+
+    with grad_mode.enable_grad():
+        outs = _float_outputs(fn(*inputs))
+    tensors = [t for _, t in diff]
+    jac = [[np.zeros((o.numel(), t.numel())) for o in outs] for t in tensors]
+    for i, out in enumerate(outs):
+        if not out.requires_grad:
+            continue  # an output that does not depend on any input: its Jacobian is zero
+        for r in range(out.numel()):
+            onehot = np.zeros(out.numel(), dtype=out.dtype.np)
+            onehot[r] = 1
+            g = creation.tensor(onehot.reshape(tuple(out.shape)), dtype=out.dtype)
+            grads = grad(out, tensors, grad_outputs=g, retain_graph=True, allow_unused=True)
+            for j, (gr, t) in enumerate(zip(grads, tensors)):
+                if gr is None:
+                    continue
+                if tuple(gr.shape) != tuple(t.shape):
+                    raise GradcheckError(f"Gradient has incorrect size for input {diff[j][0]}: "
+                                         f"expected {list(t.shape)}, got {list(gr.shape)}")
+                jac[j][i][r] = np.asarray(gr.detach().numpy(), dtype=np.float64).reshape(-1)
+    return jac
+
+
+def _fail(msg, raise_exception):
+    if raise_exception:
+        raise GradcheckError(msg)
+    return False
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
+              check_batched_grad=False, fast_mode=False):
+    """Check the gradients of ``func(*inputs)`` with respect to the inputs that require grad
+    against finite differences: ``|analytical - numerical| <= atol + rtol * |numerical|``.
+
+    Returns True, or raises ``GradcheckError`` ("Jacobian mismatch for output i with respect
+    to input j", with both Jacobians) — or returns False when ``raise_exception=False``.
+    ``check_batched_grad`` and ``fast_mode`` (PyTorch's vmap-based and randomised variants) are
+    not implemented and raise if requested."""
+    if check_batched_grad or fast_mode:
+        raise NotImplementedError("gradcheck: check_batched_grad and fast_mode are not supported")
+    inputs = _as_tuple(inputs)
+    diff = _check_inputs(inputs)
+    if check_grad_dtypes:
+        _check_grad_dtypes(func, inputs, diff)
+    analytical = _analytical_jacobians(func, inputs, diff)
+    numerical = _numerical_jacobians(func, inputs, diff, eps)
+    for j, ((pos, _), a_j, n_j) in enumerate(zip(diff, analytical, numerical)):
+        for i, (a, n) in enumerate(zip(a_j, n_j)):
+            if a.shape == n.shape and np.allclose(a, n, rtol=rtol, atol=atol):
+                continue
+            msg = (f"Jacobian mismatch for output {i} with respect to input {pos},\n"
+                   f"numerical:{_fmt(n)}\nanalytical:{_fmt(a)}\n")
+            return _fail(msg, raise_exception)
+    if nondet_tol >= 0:
+        again = _analytical_jacobians(func, inputs, diff)
+        for j, (a_j, b_j) in enumerate(zip(analytical, again)):
+            for i, (a, b) in enumerate(zip(a_j, b_j)):
+                if np.abs(a - b).max(initial=0.0) > nondet_tol:
+                    return _fail(f"Backward is not reentrant, i.e., running backward with same input "
+                                 f"and grad_output multiple times gives different values, although "
+                                 f"analytical gradient matches numerical gradient. The tolerance for "
+                                 f"nondeterminism was {nondet_tol}.", raise_exception)
+    return True
+
+
+def _check_grad_dtypes(func, inputs, diff):
+    from .engine import grad
+
+    outs = [o for o in _float_outputs(func(*inputs)) if o.requires_grad]
+    for out in outs:
+        from .. import creation
+
+        gs = grad(out, [t for _, t in diff], creation.ones_like(out), allow_unused=True)
+        for (pos, t), g in zip(diff, gs):
+            if g is not None and g.dtype is not t.dtype:
+                raise GradcheckError(f"Gradient has dtype mismatch for input {pos}: expected "
+                                     f"{t.dtype}, got {g.dtype}")
+
+
+def _fmt(a):
+    with np.printoptions(precision=4, suppress=True, threshold=200):
+        return "\n" + str(a) if a.size else str(a)
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False):
+    """Second-order check: gradcheck of ``(inputs, grad_outputs) -> vjp(func)(grad_outputs)``.
+    Random ``grad_outputs`` (float64, requiring grad) are drawn when none are given, so the
+    check also covers the derivative of the backward with respect to the incoming gradient."""
+    from .. import creation
+    from .engine import grad
+
+    inputs = _as_tuple(inputs)
+    diff = _check_inputs(inputs)
+    with grad_mode.enable_grad():
+        outs = [o for o in _float_outputs(func(*inputs)) if o.requires_grad]
+    if grad_outputs is None:
+        rng = np.random.default_rng(0)
+        grad_outputs = tuple(
+            creation.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, requires_grad=True)
+            for o in outs)
+    grad_outputs = _as_tuple(grad_outputs)
+    n_in = len(inputs)
+
+    def first_order(*args):
+        ins, gos = args[:n_in], args[n_in:]
+        outputs = [o for o in _float_outputs(func(*ins)) if o.requires_grad]
+        diff_ins = [t for _, t in _diff_inputs(ins)]
+        grads = grad(outputs, diff_ins, grad_outputs=list(gos), create_graph=True, allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(first_order, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception, nondet_tol=nondet_tol,
+                     check_undefined_grad=check_undefined_grad, check_grad_dtypes=check_grad_dtypes)

@@ -1,0 +1,496 @@
+"""``tg.nn.functional`` (PyTorch's ``torch.nn.functional``): activations, losses, normalisation,
+embedding, dropout, convolution and pooling. Every function here is a composite of registry
+primitives and carries no gradient rule of its own.
+
+>>> import tracegrad as tg
+>>> import tracegrad.nn.functional as F
+>>> logits = tg.tensor([[2.0, 0.5, -1.0]], requires_grad=True)
+>>> loss = F.cross_entropy(logits, tg.tensor([0]))
+>>> round(loss.item(), 4)
+0.2413
+>>> loss.backward()
+>>> logits.grad.shape
+tracegrad.Size([1, 3])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as _dt
+from .. import functional as T
+from ..ops import index as I
+from ..ops import nn as N
+from ..ops.shapes import wrap_dim
+from ..tensor import Tensor
+
+__all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "cross_entropy",
+           "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits", "layer_norm",
+           "embedding", "dropout", "conv2d", "max_pool2d", "avg_pool2d", "unfold", "fold",
+           "one_hot", "silu", "leaky_relu", "softplus"]
+
+
+# ----------------------------------------------------------------------------- activations
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias``."""
+    out = T.matmul(input, T.t(weight) if weight.ndim == 2 else weight)
+    return out if bias is None else T.add(out, bias)
+
+
+def _inplace_result(input, out, inplace):
+    if not inplace:
+        return out
+    from ..views import assign
+
+    return assign(input, out)
+
+
+def relu(input, inplace=False):
+    return _inplace_result(input, T.relu(input), inplace)
+
+
+def sigmoid(input):
+    return T.sigmoid(input)
+
+
+def tanh(input):
+    return T.tanh(input)
+
+
+def silu(input, inplace=False):
+    return _inplace_result(input, T.mul(input, T.sigmoid(input)), inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _inplace_result(input, T.where(T.gt(input, 0), input, T.mul(input, negative_slope)),
+                           inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    scaled = T.mul(input, beta) if beta != 1 else input
+    # log(1 + e^x) = max(x, 0) + log1p(e^-|x|), linear above the threshold like PyTorch
+    soft = T.add(T.relu(scaled), T.log1p(T.exp(T.neg(T.abs(scaled)))))
+    soft = T.div(soft, beta) if beta != 1 else soft
+    return T.where(T.gt(scaled, threshold), input, soft)
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def gelu(input, approximate="none"):
+    """``x * Phi(x)`` with the exact erf (``"none"``) or PyTorch's tanh approximation."""
+    if approximate == "none":
+        return T.mul(T.mul(input, 0.5), T.add(T.erf(T.mul(input, 1.0 / math.sqrt(2.0))), 1.0))
+    if approximate == "tanh":
+        inner = T.mul(T.add(input, T.mul(T.mul(T.mul(input, input), input), 0.044715)),
+                      _SQRT_2_OVER_PI)
+        return T.mul(T.mul(input, 0.5), T.add(T.tanh(inner), 1.0))
+    raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+
+
+def _softmax_dim(input, dim):
+    if dim is None:
+        # PyTorch's legacy implicit choice (with a deprecation warning there)
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+    return wrap_dim(dim, input.ndim) if input.ndim else None
+
+
+def log_softmax(input, dim=None, dtype=None):
+    """``x - logsumexp(x, dim)``, stable for large inputs."""
+    if dtype is not None:
+        input = T.cast(input, _dt.to_dtype(dtype))
+    d = _softmax_dim(input, dim)
+    if d is None:
+        return T.sub(input, input)  # a 0-dim softmax is 1, its log 0
+    return T.sub(input, T.logsumexp(input, d, keepdim=True))
+
+
+def softmax(input, dim=None, dtype=None):
+    """``exp(x - max) / sum(exp(x - max))`` along ``dim``."""
+    if dtype is not None:
+        input = T.cast(input, _dt.to_dtype(dtype))
+    d = _softmax_dim(input, dim)
+    if d is None:
+        return T.add(T.mul(input, 0.0), 1.0)
+    shifted = T.sub(input, T.amax(input, d, keepdim=True).detach())
+    e = T.exp(shifted)
+    return T.div(e, T.sum(e, d, keepdim=True))
+
+
+# ----------------------------------------------------------------------------- losses
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return T.mean(loss)
+    if reduction == "sum":
+        return T.sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def mse_loss(input, target, reduction="mean", weight=None):
+    if tuple(input.shape) != tuple(target.shape):
+        import warnings
+
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
+                      f"({input.shape}). This will likely lead to incorrect results due to "
+                      "broadcasting. Please ensure they have the same size.", stacklevel=2)
+    diff = T.sub(input, target)
+    loss = T.mul(diff, diff)
+    if weight is not None:
+        loss = T.mul(loss, weight)
+    return _reduce(loss, reduction)
+
+
+def l1_loss(input, target, reduction="mean"):
+    return _reduce(T.abs(T.sub(input, target)), reduction)
+
+
+def _class_weight(weight, nclass, ndim, dtype):
+    """``weight`` shaped to broadcast along the class dim (dim 1) of an ``ndim`` input."""
+    if weight.shape != (nclass,):
+        raise RuntimeError(f"weight tensor should be defined either for all {nclass} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+    return T.reshape(T.cast(weight, dtype), [nclass] + [1] * (ndim - 2)) if ndim > 1 else weight
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """Negative log-likelihood of integer ``target`` classes under log-probabilities ``input``
+    of shape (C,), (N, C) or (N, C, d1, ...)."""
+    if target.dtype not in (_dt.int64, _dt.int32):
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
+    if input.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    cdim = 0 if input.ndim == 1 else 1
+    want = tuple(input.shape[:cdim]) + tuple(input.shape[cdim + 1:])
+    if tuple(target.shape) != want:
+        raise ValueError(f"Expected target of shape {list(want)} for input of shape "
+                         f"{list(input.shape)}, got {list(target.shape)}")
+    nclass = input.shape[cdim]
+    keep = T.ne(target, ignore_index)
+    safe = T.where(keep, target, 0)  # ignored positions read class 0, then get weight 0
+    if not safe._is_traced:
+        bad = safe._value[(safe._value < 0) | (safe._value >= nclass)]
+        if bad.size:
+            raise IndexError(f"Target {int(bad.flat[0])} is out of bounds.")
+    picked = T.squeeze(T.gather(input, cdim, T.unsqueeze(safe, cdim).long()), cdim)
+    w = T.cast(keep, input.dtype)
+    if weight is not None:
+        w = T.mul(w, I.index_select(T.cast(weight, input.dtype), 0, T.reshape(safe, -1).long())
+                  .reshape(tuple(safe.shape)))
+    loss = T.neg(T.mul(picked, w))
+    if reduction == "mean":
+        return T.div(T.sum(loss), T.sum(w))
+    return _reduce(loss, reduction)
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
+                  label_smoothing=0.0):
+    """``nll_loss(log_softmax(input, 1), target)`` for integer targets; with floating targets of
+    the input's shape, the cross entropy against those class probabilities.
+    ``label_smoothing`` mixes the target with the uniform distribution, as in PyTorch."""
+    cdim = 0 if input.ndim == 1 else 1
+    logp = log_softmax(input, cdim)
+    nclass = input.shape[cdim]
+    if target.dtype.is_floating_point:
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(f"Expected floating-point target of shape {list(input.shape)} "
+                               f"(class probabilities), got {list(target.shape)}")
+        if label_smoothing > 0:
+            target = T.add(T.mul(target, 1 - label_smoothing), label_smoothing / nclass)
+        terms = T.mul(logp, target)
+        if weight is not None:
+            terms = T.mul(terms, _class_weight(weight, nclass, input.ndim, input.dtype))
+        loss = T.neg(T.sum(terms, cdim))
+        if reduction == "mean":
+            n = loss.numel()
+            return T.div(T.sum(loss), float(n)) if n else T.sum(loss)
+        return _reduce(loss, reduction)
+    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    if label_smoothing <= 0:
+        return nll
+    # PyTorch: (1 - eps) * nll + eps / C * smooth, smooth = -sum_c w_c logp_c over kept items
+    keep = T.cast(T.ne(target, ignore_index), input.dtype)
+    terms = logp if weight is None else T.mul(logp, _class_weight(weight, nclass, input.ndim,
+                                                                   input.dtype))
+    smooth = T.mul(T.neg(T.sum(terms, cdim)), keep)
+    if reduction == "mean":
+        if weight is None:
+            smooth = T.div(T.sum(smooth), T.sum(keep))
+        else:
+            safe = T.where(T.ne(target, ignore_index), target, 0).long()
+            wt = T.mul(I.index_select(T.cast(weight, input.dtype), 0, T.reshape(safe, -1))
+                       .reshape(tuple(safe.shape)), keep)
+            smooth = T.div(T.sum(smooth), T.sum(wt))
+    else:
+        smooth = _reduce(smooth, reduction)
+    return T.add(T.mul(nll, 1 - label_smoothing), T.mul(smooth, label_smoothing / nclass))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean",
+                                     pos_weight=None):
+    """``-[pw * y * log sigmoid(x) + (1 - y) * log(1 - sigmoid(x))]``, computed stably."""
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size "
+                         f"({list(input.shape)})")
+    # log(1 + e^-x) = max(-x, 0) + log1p(e^-|x|)
+    softplus_neg = T.add(T.relu(T.neg(input)), T.log1p(T.exp(T.neg(T.abs(input)))))
+    if pos_weight is not None:
+        log_weight = T.add(T.mul(T.sub(pos_weight, 1), target), 1)
+        loss = T.add(T.mul(T.sub(1, target), input), T.mul(log_weight, softplus_neg))
+    else:
+        loss = T.add(T.mul(T.sub(1, target), input), softplus_neg)
+    if weight is not None:
+        loss = T.mul(loss, weight)
+    return _reduce(loss, reduction)
+
+
+# ----------------------------------------------------------------------------- normalisation, embedding
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing ``normalized_shape`` dims (biased variance), then scale/shift."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if tuple(input.shape[input.ndim - k:]) != shape or k > input.ndim:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size "
+                           f"{list(input.shape)}")
+    dims = tuple(range(input.ndim - k, input.ndim))
+    mu = T.mean(input, dims, keepdim=True)
+    centered = T.sub(input, mu)
+    var = T.mean(T.mul(centered, centered), dims, keepdim=True)
+    out = T.mul(centered, T.rsqrt(T.add(var, eps)))
+    if weight is not None:
+        out = T.mul(out, weight)
+    if bias is not None:
+        out = T.add(out, bias)
+    return out
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` at the integer ``input``; the ``padding_idx`` row gets no gradient."""
+    if max_norm is not None or scale_grad_by_freq:
+        raise NotImplementedError("embedding: max_norm and scale_grad_by_freq are not supported")
+    if input.dtype not in (_dt.int64, _dt.int32):
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following "
+                           f"scalar types: Long, Int; but got {input.dtype} instead")
+    idx = input.long()
+    if not idx._is_traced:
+        bad = idx._value[(idx._value < 0) | (idx._value >= weight.shape[0])]
+        if bad.size:
+            raise IndexError("index out of range in self")
+    out = I.INDEX(weight, idx, dim=0)
+    if padding_idx is None:
+        return out
+    pad = padding_idx % weight.shape[0] if padding_idx < 0 else padding_idx
+    # same values; the rows looked up at padding_idx come from a detached weight
+    frozen = I.INDEX(weight.detach(), idx, dim=0)
+    return T.where(T.unsqueeze(T.ne(idx, pad), -1), out, frozen)
+
+
+def one_hot(tensor, num_classes=-1):
+    if tensor.dtype is not _dt.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes < 0:
+        num_classes = int(T.amax(tensor).item()) + 1 if tensor.numel() else 0
+    from .. import creation
+
+    return T.eq(T.unsqueeze(tensor, -1), creation.arange(num_classes)).long()
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)``. The mask
+    comes from the ``dropout_mask`` op seeded from ``tg.manual_seed``'s generator."""
+    from .. import creation
+
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        out = T.mul(input, 0.0)
+    else:
+        mask = N.DROPOUT_MASK(creation.seed_tensor(), shape=tuple(input.shape), p=float(p),
+                              dtype=input.dtype if input.dtype.is_floating_point
+                              else _dt.get_default_dtype())
+        out = T.mul(input, mask)
+    return _inplace_result(input, out, inplace)
+
+
+# ----------------------------------------------------------------------------- convolution, pooling
+def _pair(v, name):
+    if isinstance(v, int):
+        return (v, v)
+    v = tuple(int(a) for a in v)
+    if len(v) == 1:
+        return v * 2
+    if len(v) != 2:
+        raise ValueError(f"{name} must be an int or a pair of ints, got {v}")
+    return v
+
+
+def _batched(input, name):
+    if input.ndim == 3:
+        return T.unsqueeze(input, 0), True
+    if input.ndim != 4:
+        raise RuntimeError(f"{name}: Expected 3D (unbatched) or 4D (batched) input, but got input "
+                           f"of size: {list(input.shape)}")
+    return input, False
+
+
+def _same_padding(kernel, dilation):
+    total = [d * (k - 1) for k, d in zip(kernel, dilation)]
+    return tuple((t // 2, t - t // 2) for t in total)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D cross-correlation (PyTorch's conv2d) as unfold + one batched matmul per group.
+
+    >>> import tracegrad as tg
+    >>> import tracegrad.nn.functional as F
+    >>> F.conv2d(tg.ones(1, 1, 3, 3), tg.ones(2, 1, 2, 2)).shape
+    tracegrad.Size([1, 2, 2, 2])
+    """
+    x, unbatched = _batched(input, "conv2d")
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+    n, c, h, w = x.shape
+    o, cg, kh, kw = weight.shape
+    if c != cg * groups or o % groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {cg * groups} channels, but got {c} "
+                           "channels instead")
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = ((0, 0), (0, 0))
+        elif padding == "same":
+            if stride != (1, 1):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            pads = _same_padding((kh, kw), dilation)
+        else:
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of 'valid', 'same'")
+    else:
+        ph, pw = _pair(padding, "padding")
+        pads = ((ph, ph), (pw, pw))
+    if x.dtype is not weight.dtype:
+        raise RuntimeError(f"Input type ({x.dtype}) and weight type ({weight.dtype}) should be the same")
+    cols = N.UNFOLD2D(x, kernel=(kh, kw), stride=stride, padding=pads, dilation=dilation)
+    oh, ow = N._geometry(h, w, (kh, kw), stride, pads, dilation)
+    cols = T.reshape(cols, (n, groups, cg * kh * kw, oh * ow))
+    wmat = T.reshape(weight, (groups, o // groups, cg * kh * kw))
+    out = T.reshape(T.matmul(wmat, cols), (n, o, oh, ow))
+    if bias is not None:
+        out = T.add(out, T.reshape(bias, (o, 1, 1)))
+    return T.squeeze(out, 0) if unbatched else out
+
+
+def _pool_geometry(size, k, s, p, d, ceil_mode):
+    """Output length and the (lo, hi) padding that realises it (ceil mode pads the end)."""
+    if p > (d * (k - 1) + 1) // 2:
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
+                           f"kernel_size={k} and dilation={d}")
+    span = size + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1  # the last window must start inside the input or the left padding
+    if out <= 0:
+        raise RuntimeError(f"Given input size {size}, kernel {k}, stride {s}, padding {p}: "
+                           f"calculated output size {out} is too small")
+    hi = max((out - 1) * s + d * (k - 1) + 1 - size - p, 0)
+    return out, (p, hi)
+
+
+def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, name):
+    x, unbatched = _batched(input, name)
+    kernel = _pair(kernel_size, "kernel_size")
+    stride = kernel if stride is None or stride == [] or stride == () else _pair(stride, "stride")
+    padding, dilation = _pair(padding, "padding"), _pair(dilation, "dilation")
+    (oh, ph), (ow, pw) = (_pool_geometry(x.shape[2 + i], kernel[i], stride[i], padding[i],
+                                         dilation[i], ceil_mode) for i in range(2))
+    geo = dict(kernel=kernel, stride=stride, padding=(ph, pw), dilation=dilation)
+    return x, unbatched, geo, (oh, ow)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max over windows. The gradient goes to one element per window (the first maximum), as
+    in PyTorch; ``return_indices`` gives each maximum's flat position in its H*W plane."""
+    x, unbatched, geo, (oh, ow) = _pool_setup(input, kernel_size, stride, padding, dilation,
+                                              ceil_mode, "max_pool2d")
+    n, c, h, w = x.shape
+    kk = geo["kernel"][0] * geo["kernel"][1]
+    cols = N.UNFOLD2D(x, pad_value=float("-inf"), **geo)  # padding never wins the max
+    cols = T.reshape(cols, (n, c, kk, oh * ow))
+    arg = T.argmax(cols, 2, keepdim=True)
+    out = T.reshape(I.GATHER(cols, arg, dim=2), (n, c, oh, ow))
+    if unbatched:
+        out = T.squeeze(out, 0)
+    if not return_indices:
+        return out
+    table = _window_positions(h, w, geo, (oh, ow))
+    from .. import creation
+
+    positions = T.expand(creation.tensor(table), (n, c, kk, oh * ow))
+    indices = T.reshape(I.GATHER(positions, arg, dim=2), (n, c, oh, ow))
+    return out, (T.squeeze(indices, 0) if unbatched else indices)
+
+
+def _window_positions(h, w, geo, out):
+    """(kh*kw, oh*ow) int64: the flat input position each kernel offset of each window reads."""
+    (kh, kw), (sh, sw), ((pt, _), (pl, _)), (dh, dw) = (geo["kernel"], geo["stride"],
+                                                          geo["padding"], geo["dilation"])
+    rows = (np.arange(out[0]) * sh - pt)[None, :, None] + (np.arange(kh) * dh)[:, None, None]
+    cols = (np.arange(out[1]) * sw - pl)[None, None, :] + (np.arange(kw) * dw)[:, None, None]
+    flat = rows[:, None, :, None] * w + cols[None, :, None, :]  # (kh, kw, oh, ow)
+    return flat.reshape(kh * kw, out[0] * out[1]).astype(np.int64)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mean over windows; the divisor follows PyTorch (padding counts unless
+    ``count_include_pad=False``; windows cut off by ceil mode count only what they cover)."""
+    x, unbatched, geo, (oh, ow) = _pool_setup(input, kernel_size, stride, padding, 1, ceil_mode,
+                                              "avg_pool2d")
+    n, c, h, w = x.shape
+    kk = geo["kernel"][0] * geo["kernel"][1]
+    cols = T.reshape(N.UNFOLD2D(x, **geo), (n, c, kk, oh * ow))
+    total = T.reshape(T.sum(cols, 2), (n, c, oh, ow))
+    if divisor_override:
+        out = T.div(total, float(divisor_override))
+    else:
+        out = T.div(total, T.cast(_pool_counts(h, w, geo, count_include_pad), x.dtype))
+    return T.squeeze(out, 0) if unbatched else out
+
+
+def _pool_counts(h, w, geo, count_include_pad):
+    """Per-window divisors, computed once from a plane of ones (a constant of the program)."""
+    from .. import creation
+
+    (pt, pb), (pl, pr) = geo["padding"]
+    p_h, p_w = pt, pl  # the symmetric padding the user asked for
+    if count_include_pad:
+        # ones over the input and its user padding; the extra ceil-mode padding counts 0
+        bh, bw = min(pb, p_h), min(pr, p_w)  # user padding actually reached at the far end
+        plane = np.ones((1, 1, h + p_h + bh, w + p_w + bw))
+        pads = ((0, pb - bh), (0, pr - bw))
+    else:
+        plane, pads = np.ones((1, 1, h, w)), geo["padding"]
+    cols = N._unfold_impl(plane, kernel=geo["kernel"], stride=geo["stride"], padding=pads,
+                          dilation=geo["dilation"])
+    oh, ow = N._geometry(h, w, geo["kernel"], geo["stride"], geo["padding"], geo["dilation"])
+    return creation.tensor(cols.sum(1).reshape(oh, ow))
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """PyTorch's ``F.unfold`` (im2col) on a 4-D input: (N, C*kh*kw, L)."""
+    ph, pw = _pair(padding, "padding")
+    return N.UNFOLD2D(input, kernel=_pair(kernel_size, "kernel_size"), stride=_pair(stride, "stride"),
+                      padding=((ph, ph), (pw, pw)), dilation=_pair(dilation, "dilation"))
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """PyTorch's ``F.fold`` (col2im, summing overlaps), the transpose of ``unfold``."""
+    ph, pw = _pair(padding, "padding")
+    return N.FOLD2D(input, output_size=_pair(output_size, "output_size"),
+                    kernel=_pair(kernel_size, "kernel_size"), stride=_pair(stride, "stride"),
+                    padding=((ph, ph), (pw, pw)), dilation=_pair(dilation, "dilation"))

@@ -1,0 +1,59 @@
+"""Loss modules: MSELoss, CrossEntropyLoss, BCEWithLogitsLoss (PyTorch's arguments).
+
+>>> import tracegrad as tg
+>>> loss = tg.nn.CrossEntropyLoss()
+>>> loss
+CrossEntropyLoss()
+>>> round(loss(tg.zeros(2, 4), tg.tensor([1, 3])).item(), 4)
+1.3863
+"""
+from __future__ import annotations
+
+from . import functional as F
+from .module import Module
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+class _Loss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        if reduction not in _REDUCTIONS:
+            raise ValueError(f"{reduction} is not a valid value for reduction")
+        self.reduction = reduction
+
+
+class MSELoss(_Loss):
+    """Mean (or sum, or elementwise) squared error."""
+
+    def forward(self, input, target):
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class CrossEntropyLoss(_Loss):
+    """Cross entropy from logits ``(N, C, ...)`` and class indices ``(N, ...)`` or class
+    probabilities; ``weight`` (a buffer) rescales classes."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input, target):
+        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross entropy on logits (a numerically stable sigmoid + BCE); ``weight`` and
+    ``pos_weight`` are buffers."""
+
+    def __init__(self, weight=None, reduction="mean", pos_weight=None):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy_with_logits(input, target, weight=self.weight,
+                                                  reduction=self.reduction, pos_weight=self.pos_weight)

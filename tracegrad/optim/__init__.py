@@ -1,0 +1,16 @@
+"""Optimizers (PyTorch's ``torch.optim``): SGD, Adam, AdamW.
+
+>>> import tracegrad as tg
+>>> model = tg.nn.Linear(3, 1)
+>>> opt = tg.optim.AdamW(model.parameters(), lr=1e-2)
+>>> model(tg.ones(4, 3)).sum().backward()
+>>> opt.step()
+>>> opt.zero_grad()
+>>> model.weight.grad is None
+True
+"""
+from .adam import Adam, AdamW
+from .optimizer import Optimizer
+from .sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]

@@ -1,0 +1,229 @@
+"""``Optimizer``: parameter groups, per-parameter state, zero_grad and PyTorch's state_dict layout.
+
+Written for the compiler: a compiled training step traces ``step()`` into its program, so
+``step()`` only runs tensor ops and in-place updates on tensors that already exist. All state
+(moment buffers and the step count, a 0-dim float tensor) is allocated when a parameter group
+is added, never inside a trace, and first-step special cases are tensor arithmetic on the step
+count instead of Python branches on tensor values.
+
+>>> import tracegrad as tg
+>>> w = tg.nn.Parameter(tg.ones(2))
+>>> opt = tg.optim.SGD([w], lr=0.5, momentum=0.9)
+>>> (w * w).sum().backward()
+>>> opt.step()
+>>> w
+Parameter containing:
+tensor([0., 0.], requires_grad=True)
+>>> sorted(opt.state_dict()["state"][0])
+['momentum_buffer', 'step']
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from .. import creation
+from .. import dtypes as _dt
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..tensor import Tensor
+
+
+class _RequiredParameter:
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _typename(v):
+    return "tracegrad.Tensor" if isinstance(v, Tensor) else type(v).__name__
+
+
+class Optimizer:
+    """Base class. Subclasses define ``_check_group(group)`` (hyper-parameter validation),
+    ``_state_spec(group)`` (names of the state tensors each parameter needs) and
+    ``_update_group(group)`` (the update, run under ``no_grad``)."""
+
+    def __init__(self, params, defaults):
+        self.defaults = dict(defaults)
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            "Tensors or dicts, but got " + _typename(params))
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        groups = list(params)
+        if len(groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    # ------------------------------------------------------------------ groups and state
+    def add_param_group(self, param_group):
+        """Add a group of parameters with its own options (missing options take the defaults)
+        and allocate its state now, so that ``step()`` never allocates."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        group = dict(param_group)
+        params = group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but "
+                            "the ordering of tensors in sets will change between runs. Please use a "
+                            "list instead.")
+        group["params"] = list(params)
+        for p in group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + _typename(p))
+            if not (p.is_leaf or p.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError("parameter group didn't specify a value of required optimization "
+                                 f"parameter {name}")
+            group.setdefault(name, default)
+        if len({id(p) for p in group["params"]}) != len(group["params"]):
+            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+        existing = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in existing for p in group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self._check_group(group)
+        self.param_groups.append(group)
+        self._allocate_state(group)
+
+    def _check_group(self, group):
+        pass
+
+    def _state_spec(self, group):
+        """``{name: "step" | "zeros"}``: the state tensors a parameter of ``group`` needs."""
+        return {}
+
+    def _allocate_state(self, group):
+        """Create missing state tensors (eagerly; they become program inputs when traced)."""
+        from ..ir import trace
+
+        for p in group["params"]:
+            st = self.state[p]
+            for name, kind in self._state_spec(group).items():
+                if name in st:
+                    continue
+                if trace.current_tracer() is not None:
+                    trace.graph_break(f"{type(self).__name__} state '{name}' allocated inside a "
+                                      "compiled function (run one eager step or create the "
+                                      "optimizer before compiling)")
+                st[name] = (creation.zeros((), dtype=_dt.get_default_dtype()) if kind == "step"
+                            else creation.zeros_like(p.detach()))
+
+    # ------------------------------------------------------------------ the update
+    def step(self, closure=None):
+        """One update of every parameter that has a ``.grad``. ``closure`` (optional)
+        re-evaluates the model and returns the loss, which ``step`` returns."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            self._allocate_state(group)  # options such as momentum may have changed
+        _guard_options(self)
+        with no_grad():
+            for group in self.param_groups:
+                self._update_group(group)
+        return loss
+
+    def _update_group(self, group):
+        raise NotImplementedError
+
+    def zero_grad(self, set_to_none=True):
+        """Reset the gradients of all optimized parameters: to None (default) or to zeros."""
+        from ..nn.module import _zero_grad
+
+        for group in self.param_groups:
+            for p in group["params"]:
+                _zero_grad(p, set_to_none)
+
+    # ------------------------------------------------------------------ state dict
+    def state_dict(self):
+        """``{"state": {index: {name: tensor}}, "param_groups": [{option: value, "params":
+        [index, ...]}]}``, PyTorch's layout: parameters are numbered in group order. The
+        tensors are the optimizer's own (not copies)."""
+        index, groups = {}, []
+        for g in self.param_groups:
+            packed = {k: v for k, v in g.items() if k != "params"}
+            for p in g["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in g["params"]]
+            groups.append(packed)
+        state = {index[id(p)]: dict(st) for p, st in self.state.items() if id(p) in index and st}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Load options and state saved by ``state_dict`` (also from ``tg.load``). State is
+        copied into the existing tensors in place, so compiled steps stay valid."""
+        saved_groups = state_dict["param_groups"]
+        if len(self.param_groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(self.param_groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             "the size of optimizer's group")
+        for group, saved in zip(self.param_groups, saved_groups):
+            for k, v in saved.items():
+                if k != "params":
+                    # JSON (checkpoints) turns tuples such as betas into lists
+                    group[k] = tuple(v) if isinstance(v, list) and isinstance(group.get(k), tuple) else v
+            self._check_group(group)
+            self._allocate_state(group)
+        id_map = {}
+        for group, saved in zip(self.param_groups, saved_groups):
+            id_map.update(zip(saved["params"], group["params"]))
+        for idx, saved_state in state_dict["state"].items():
+            idx = int(idx)
+            if idx not in id_map:
+                raise ValueError(f"loaded state dict has state for parameter {idx}, which no group lists")
+            self._load_param_state(id_map[idx], idx, saved_state)
+
+    def _load_param_state(self, p, idx, saved_state):
+        st = self.state[p]
+        with no_grad():
+            for name, value in saved_state.items():
+                value = creation.tensor(value) if not isinstance(value, Tensor) else value
+                if name in st:
+                    if tuple(value.shape) != tuple(st[name].shape):
+                        raise ValueError(
+                            f"loaded state for parameter {idx} has '{name}' of shape "
+                            f"{list(value.shape)}, but the optimizer's is {list(st[name].shape)}")
+                    st[name].copy_(value)
+                else:
+                    dtype = p.dtype if value.is_floating_point() and name != "step" else value.dtype
+                    st[name] = value.detach().to(dtype).clone()
+        self._after_load(p, saved_state)
+
+    def _after_load(self, p, saved_state):
+        pass
+
+    def __repr__(self):
+        s = type(self).__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += f"\nParameter Group {i}\n"
+            for key in sorted(group):
+                if key != "params":
+                    s += f"    {key}: {group[key]}\n"
+        return s + ")"
+
+
+
+def _guard_options(opt):
+    """While a compiled step traces ``step()``, the options are baked into the program as
+    constants: guard them so that changing ``lr`` (a scheduler) retraces instead of being
+    silently ignored."""
+    from ..ir.trace import current_tracer
+
+    tracer = current_tracer()
+    if tracer is None:
+        return
+    for i, group in enumerate(opt.param_groups):
+        for key, value in group.items():
+            if key != "params" and isinstance(value, (int, float, bool, tuple, str, type(None))):
+                tracer.guard_value(f"{type(opt).__name__}.param_groups[{i}][{key!r}]",
+                                   lambda g=group, k=key: g.get(k), value)
