@@ -421,6 +421,8 @@ def test_mark_dirty_errors():
     class_ = make_add_one_inplace
     raises_both(lambda lib: class_(lib).apply(leaf(lib, [1.0])), torch,
                 match="a leaf Variable that requires grad has been used in an in-place operation")
+    raises_both(lambda lib: class_(lib).apply(leaf(lib, [1.0, 2.0])[1:]), torch,
+                match="a view of a leaf Variable that requires grad is being used in an in-place")
 
     def not_returned(lib):
         class D(lib.autograd.Function):
@@ -838,3 +840,118 @@ def test_results_are_comparable_objects():
     assert_same((tg.ones(2), None, 3, "a"), (torch.ones(2), None, 3, "a"))
     with pytest.raises(AssertionError):
         assert_same(tg.ones(2), torch.zeros(2))
+
+
+# ----------------------------------------------------------------------------- while tracing
+def _compile_cases():
+    Cube, Exp = make_cube(tg), make_exp(tg)
+
+    class Sort(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            s, idx = x.sort()
+            ctx.mark_non_differentiable(idx)
+            ctx.save_for_backward(x, idx)
+            return s, idx
+
+        @staticmethod
+        @tg.autograd.function.once_differentiable
+        def backward(ctx, g1, g2):
+            x, idx = ctx.saved_tensors
+            gi = tg.zeros_like(x)
+            gi.index_add_(0, idx, g1)
+            return gi
+
+    def step(x, w):  # forward and backward inside the captured program
+        s, _ = Sort.apply(Exp.apply(Cube.apply(x * w)))
+        loss = (s * tg.arange(3, dtype=tg.float64)).sum()
+        loss.backward()
+        return loss
+
+    def loss_only(x, w):  # differentiated after the call
+        return (Exp.apply(Cube.apply(x)) * w).sum()
+
+    return step, loss_only
+
+
+@pytest.mark.parametrize("case", ["step", "loss_only"])
+def test_custom_function_is_traced_not_run_eagerly(case):
+    step, loss_only = _compile_cases()
+    fn = step if case == "step" else loss_only
+
+    def run(f):
+        x = tg.tensor([0.5, -1.0, 0.2], dtype=tg.float64, requires_grad=True)
+        w = tg.tensor([1.0, 2.0, 0.5], dtype=tg.float64, requires_grad=True)
+        out = f(x, w)
+        if case == "loss_only":
+            out.backward()
+        return out, x.grad, w.grad
+
+    compiled = tg.compile(fn, backend="interpreter", fullgraph=True)  # a graph break would raise
+    for _ in range(2):
+        for a, b in zip(run(compiled), run(fn)):
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12)
+
+
+def test_grad_fn_apply_calls_backward_and_output_nr():
+    def prog(lib):
+        class Two(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                return 2 * g1 + 3 * g2
+
+        x = leaf(lib, [1.0, 2.0])
+        a, b = Two.apply(x)
+        direct = a.grad_fn.apply(lib.ones(2, dtype=lib.float64), lib.ones(2, dtype=lib.float64))
+        return a.output_nr, b.output_nr, a.grad_fn is b.grad_fn, direct
+
+    run_both(prog, torch)
+
+
+def test_custom_function_view_whose_base_is_modified_is_an_error():
+    def make(lib):
+        class View(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.view(-1)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 7
+
+        return View
+
+    def base_written(lib):
+        z = leaf(lib, [1.0, 2.0]) * 1
+        y = make(lib).apply(z)
+        z.add_(1)
+        return y.grad_fn
+
+    raises_both(base_written, torch, match="Output 0 of View is a view and its base or another view "
+                                           "of its base has been modified inplace")
+
+    def facts(lib):
+        x = leaf(lib, [1.0, 2.0])
+        z = x * 1
+        y = make(lib).apply(z)
+        same = make_identity(lib).apply(z)
+        return y._base is z, y._is_view(), same._base is z, same._is_view(), same is z
+
+    run_both(facts, torch)
+
+
+def make_identity(lib):
+    class Same(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    return Same

@@ -260,3 +260,41 @@ def test_dropout_inside_compile_takes_a_fresh_seed_each_call():
     a, b = f(x), f(x)
     assert (a.numpy() != b.numpy()).any()
     assert set(np.unique(a.numpy())) <= {0.0, 2.0}
+
+
+def test_dropout_mask_is_a_random_op_with_a_seed_input():
+    from tracegrad.ops.registry import REGISTRY
+
+    op = REGISTRY["dropout_mask"]
+    assert op.random and not op.differentiable and 0 in op.nondiff_inputs
+    seed = tg.tensor(7)
+    a = op(seed, shape=(4, 5), p=0.5, dtype=tg.float32)
+    np.testing.assert_array_equal(a.numpy(), op(seed, shape=(4, 5), p=0.5, dtype=tg.float32).numpy())
+    with pytest.raises(RuntimeError, match="seed must be a 0-dim int64 tensor"):
+        op(tg.tensor([7]), shape=(2,), p=0.5, dtype=tg.float32)
+
+
+# ----------------------------------------------------------------------------- tracing
+def test_a_training_step_of_composites_traces_and_matches_eager():
+    x = tg.tensor(RNG.standard_normal((2, 3, 6, 6)), requires_grad=True)
+    w = tg.tensor(RNG.standard_normal((4, 3, 3, 3)), requires_grad=True)
+    emb = tg.tensor(RNG.standard_normal((5, 4)), requires_grad=True)
+    t = tg.tensor([1, 3])
+
+    def step(x, w, emb, t):
+        h = F.max_pool2d(F.conv2d(x, w, padding=1).relu(), 2)
+        h = F.avg_pool2d(h, 2, ceil_mode=True).flatten(2).mean(-1) + F.embedding(t, emb, padding_idx=0)
+        h = h[:, [1, 0, 3, 2]] + tg.sort(h, 1).values + F.gelu(h, approximate="tanh")
+        loss = F.cross_entropy(F.layer_norm(h, (4,)), t, label_smoothing=0.1)
+        loss.backward()
+        return loss
+
+    compiled = tg.compile(step, backend="interpreter", fullgraph=True)
+    got = compiled(x, w, emb, t)
+    grads = [p.grad.numpy().copy() for p in (x, w, emb)]
+    for p in (x, w, emb):
+        p.grad = None
+    want = step(x, w, emb, t)
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-12)
+    for g, p in zip(grads, (x, w, emb)):
+        np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-10, atol=1e-12)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import dtypes as _dt
 from . import functional as F
 from . import indexing
-from .autograd import grad_mode
+from .autograd import forward_ad, grad_mode
 from .tensor import Tensor
 from .views import _history_alias, assign
 
@@ -32,6 +32,7 @@ _PLAIN = [
 ]
 for _name in _PLAIN:
     setattr(Tensor, _name, _method(getattr(F, _name)))
+Tensor.allclose = _method(F.allclose)
 
 Tensor.multiply = Tensor.mul
 Tensor.subtract = Tensor.sub
@@ -108,6 +109,15 @@ Tensor.__rtruediv__ = _binop(F.div, reflected=True)
 
 # ----------------------------------------------------------------------------- in-place variants
 def _inplace_source(self, *others):
+    """The operand to compute from (see ``_inplace_operand``), carrying ``self``'s forward-mode
+    tangent so that an in-place op on a dual tensor updates its tangent."""
+    src = _inplace_operand(self, *others)
+    if forward_ad._active_level is not None:
+        forward_ad.copy_tangent(self, src)
+    return src
+
+
+def _inplace_operand(self, *others):
     """The operand to compute from: a private copy when autograd records the op, so that the
     node saves the pre-update value (PyTorch's original_self) while ``self`` changes."""
     from .tensor import Tensor as T
@@ -164,7 +174,10 @@ def _copy_(self, src_tensor, non_blocking=False):
         value = F.expand(value, tuple(self.shape))
     if value.dtype is not self.dtype:
         value = F.cast(value, self.dtype)
-    return assign(self, value if value.requires_grad else value.detach())
+    src = value if value.requires_grad else value.detach()
+    if forward_ad._active_level is not None:  # copying a dual copies its tangent
+        forward_ad.copy_tangent(value, src)
+    return assign(self, src)
 
 
 Tensor.zero_ = _zero_

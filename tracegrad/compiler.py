@@ -52,7 +52,17 @@ def _build(backend, graph, options):
     if backend == "c":
         from .backends import c
 
-        return c.build(graph, options)
+        try:
+            return c.build(graph, options)
+        except c.Unsupported as e:
+            # this graph only runs on the interpreter; fullgraph=True promised native code
+            if (options or {}).get("fullgraph"):
+                raise CompileError(f"backend='c' cannot compile {graph.name}: {e}") from None
+            warnings.warn(f"tg.compile: backend='c' cannot compile {graph.name}: {e}; running this "
+                          "graph with the interpreter.", RuntimeWarning, stacklevel=4)
+            from .backends import interpreter
+
+            return interpreter.build(graph, options)
     if backend == "cuda":
         from .backends import cuda
 
@@ -60,35 +70,83 @@ def _build(backend, graph, options):
     raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
 
 
-def capture_program(fn, args, kwargs, backend, options=None, name=None):
-    """Trace ``fn`` for these arguments and build a Program (raises trace.GraphBreak)."""
+CORE_OPTIONS = ("optimize", "partition", "verify")  # read here, not passed to backends
+
+
+def capture_program(fn, args, kwargs, backend, options=None, name=None, extra_guards=()):
+    """Trace ``fn`` for these arguments and build a Program (raises trace.GraphBreak).
+
+    Pipeline: trace (whole call, including any backward()/optimizer step inside) ->
+    differentiation pass when outputs are differentiable after the call (joint graph) ->
+    passes (simplify, fold, CSE, DCE) on the joint graph -> forward/backward partition
+    (min-cut vs saved-tensor annotations) -> backend. ``options``: ``optimize`` (default
+    True), ``partition`` ("mincut" or "annotations"), ``verify`` (run the IR verifier after
+    every pass; default from TRACEGRAD_VERIFY); other keys go to the backend."""
     from .ir import passes
 
-    cap = trace_function(fn, args, kwargs, name=name)
-    graph = cap.graph
-    forward = backward = None
-    positions = []
+    options = dict(options or {})
+    verify = options.get("verify")
+    verify = passes.verify_enabled() if verify is None else verify
+    backend_options = {k: v for k, v in options.items() if k not in CORE_OPTIONS}
+    cap = trace_function(fn, args, kwargs, name=name, extra_guards=extra_guards)
+    joint = cap.graph
+    n_user = len(joint.outputs)
+    grad_inputs, positions = [], []
     if cap.diff_outputs:
         with trace.tracing(cap.tracer):
-            n_fwd, grad_inputs, grad_outputs = autodiff.differentiate(cap, cap.tracer, graph)
+            _, grad_inputs, grad_outputs = autodiff.differentiate(cap, cap.tracer, joint)
         if grad_outputs:
-            forward, backward, _saved = partition.split(graph, n_fwd, grad_inputs, grad_outputs)
+            joint.outputs += [v for _, v in grad_outputs]
             positions = [p for p, _ in grad_outputs]
-        graph.nodes = graph.nodes[:n_fwd]
-        graph.inputs = [v for v in graph.inputs if v.label != "grad"]
+        else:  # nothing to differentiate after all: drop the gradient inputs again
+            joint.inputs = [v for v in joint.inputs if not any(v is g for g in grad_inputs)]
     cap.tracer = None  # the tracer holds symbolic tensors; drop them
-    passes.run_default(graph)
-    graph.renumber()
-    if forward is not None:
-        passes.run_default(forward)
-        passes.run_default(backward)
-    _log("ir", "captured %s\n%s", graph.name, forward or graph)
-    exe = _build(backend, forward if forward is not None else graph, options)
-    bexe = _build(backend, backward, options) if backward is not None else None
-    prog = Program(cap, backend, forward, backward, grad_positions=positions, executable=exe,
-                   backward_executable=bexe)
+    if verify:
+        joint.verify()
+    if options.get("optimize", True):
+        passes.optimize(joint, verify)
+    else:
+        passes.run_pass(passes.dce, joint, verify)
+    positions = _prune_inputs(joint, cap, positions)
+    forward = backward = None
+    choice, annotation_bytes = None, 0
+    if positions:
+        sp = partition.split(joint, n_user, grad_inputs, [k for k, _ in cap.diff_outputs],
+                             strategy=options.get("partition", "mincut"))
+        graph, forward, backward = sp.graph, sp.forward, sp.backward
+        choice, annotation_bytes = sp.choice, sp.annotation_bytes
+        if verify:
+            for g in (graph, forward, backward):
+                g.verify()
+    else:
+        graph = joint.renumber()
+    cap.graph = graph
+    if _log_enabled("ir"):
+        text = str(forward) + "\n\n" + str(backward) if forward is not None else str(graph)
+        _log("ir", "captured %s\n%s", graph.name, text)
+    exe = _build(backend, forward if forward is not None else graph, backend_options)
+    bexe = _build(backend, backward, backend_options) if backward is not None else None
+    prog = Program(cap, backend, graph, forward, backward, grad_positions=positions,
+                   executable=exe, backward_executable=bexe, saved_choice=choice,
+                   annotation_bytes=annotation_bytes)
     _log("code", "%s", prog.source)
     return prog
+
+
+def _prune_inputs(joint, cap, positions):
+    """Drop lifted tensors and seeds the optimised graph no longer reads (arguments stay: they
+    are the program's interface); returns the gradient positions renumbered."""
+    used = {id(i) for n in joint.nodes for i in n.inputs}
+    used |= {id(v) for v in joint.outputs} | {id(v) for v, _ in joint.writebacks}
+    n_bound = len(cap.bindings)
+    keep = [k for k in range(n_bound) if cap.bindings[k].kind == "arg" or k in positions
+            or id(joint.inputs[k]) in used]
+    if len(keep) == n_bound:
+        return positions
+    renumber = {old: new for new, old in enumerate(keep)}
+    joint.inputs = [joint.inputs[k] for k in keep] + joint.inputs[n_bound:]
+    cap.bindings = [cap.bindings[k] for k in keep]
+    return [renumber[p] for p in positions]
 
 
 class CompiledFunction:
@@ -106,7 +164,12 @@ class CompiledFunction:
         self.breaks = []  # reasons this function fell back to eager
         self._warned_limit = False
         self._eager = False
+        self.graph_name = _graph_name(fn)  # the name of its IR graphs
         functools.update_wrapper(self, fn, updated=())
+
+    def _build_options(self):
+        # backends see fullgraph so that one that cannot compile a graph raises CompileError
+        return dict(self.options, fullgraph=self.fullgraph)
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -119,13 +182,18 @@ class CompiledFunction:
         flat, _ = pytree.flatten((args, kwargs))
         enabled = grad_mode.is_grad_enabled()
         reasons = []
-        for prog in self.programs:
+        for k, prog in enumerate(self.programs):
             reason = prog.mismatch(flat, enabled)
             if reason is None:
+                if _log_enabled("cache"):
+                    _log("cache", "%s: hit, program %d of %d", self.__name__, k + 1, len(self.programs))
                 return prog.run(flat)
             reasons.append(reason)
         if self.programs:
-            _log("guards", "retracing %s: %s", self.__name__, "; ".join(reasons))
+            _log("guards", "retracing %s: %s", self.__name__,
+                 "; ".join(f"program {k + 1}: {r}" for k, r in enumerate(reasons)))
+        else:
+            _log("cache", "%s: miss, tracing the first program", self.__name__)
         if len(self.programs) >= CACHE_SIZE_LIMIT:
             if not self._warned_limit:
                 warnings.warn(
@@ -139,12 +207,13 @@ class CompiledFunction:
         if prog is None:
             return self.fn(*args, **kwargs)
         self.programs.append(prog)
+        _log("cache", "%s: compiled program %d", self.__name__, len(self.programs))
         return prog.run(flat)
 
     def _capture(self, args, kwargs):
         try:
-            return capture_program(self.fn, args, kwargs, self.backend, self.options,
-                                   name=getattr(self.fn, "__name__", None))
+            return capture_program(self.fn, args, kwargs, self.backend, self._build_options(),
+                                   name=self.graph_name)
         except trace.GraphBreak as gb:
             where = f" at {gb.where}" if gb.where else ""
             msg = f"tg.compile: graph break in {self.__name__}: {gb.reason}{where}"
@@ -164,8 +233,8 @@ class CompiledFunction:
             if prog.mismatch(flat, enabled) is None:
                 return prog
         try:
-            prog = capture_program(self.fn, args, kwargs, self.backend, self.options,
-                                   name=getattr(self.fn, "__name__", None))
+            prog = capture_program(self.fn, args, kwargs, self.backend, self._build_options(),
+                                   name=self.graph_name)
         except trace.GraphBreak as gb:
             raise CompileError(f"cannot capture {self.__name__}: {gb}") from None
         self.programs.append(prog)
@@ -210,6 +279,11 @@ class CompiledModule:
 
 
 class Explanation:
+    """What ``tg.explain`` found: ``graph_count`` (1 when the whole function is captured, 0
+    when it breaks), ``graph_break_count`` and ``break_reasons`` ((reason, "file:line: source")
+    pairs), ``op_counts`` (op name -> nodes over the programs that run: the forward, or the
+    whole call, plus the backward) and ``programs``."""
+
     def __init__(self, graph_count, breaks, op_counts, programs):
         self.graph_count = graph_count
         self.graph_break_count = len(breaks)
@@ -221,23 +295,60 @@ class Explanation:
         lines = [f"Graph count: {self.graph_count}", f"Graph break count: {self.graph_break_count}"]
         for reason, where in self.break_reasons:
             lines.append(f"  break: {reason}" + (f" (at {where})" if where else ""))
-        lines.append("Op counts: " + ", ".join(f"{k}={v}" for k, v in self.op_counts.items()))
+        lines.append("Op counts: " + (", ".join(f"{k}={v}" for k, v in self.op_counts.items()) or "none"))
+        for prog in self.programs:
+            if prog.forward is not None:
+                lines.append(prog.saved_report())
         return "\n".join(lines)
 
     __repr__ = __str__
 
 
 def explain(fn, *args, **kwargs):
-    """Trace ``fn`` on these arguments without running it; report graphs, breaks, op counts."""
-    cf = fn if isinstance(fn, CompiledFunction) else CompiledFunction(fn, backend="interpreter")
+    """Trace ``fn`` (a function, a compiled function or a module) on these arguments without
+    running it; report graphs, graph breaks with reasons, and op counts.
+
+    >>> import tracegrad as tg
+    >>> print(tg.explain(lambda x: x.sin().sum() if x.sum() > 0 else x, tg.ones(3)))
+    ... # doctest: +ELLIPSIS
+    Graph count: 0
+    Graph break count: 1
+      break: bool() on a traced tensor (Python control flow on a tensor value) (at ...)
+    Op counts: none
+    """
+    target, extra = _unwrap(fn)
     try:
-        prog = capture_program(cf.fn, args, kwargs, "interpreter", name=getattr(cf.fn, "__name__", None))
+        prog = capture_program(target, args, kwargs, "interpreter",
+                               name=_graph_name(target), extra_guards=extra)
     except trace.GraphBreak as gb:
         return Explanation(0, [(gb.reason, gb.where)], {}, [])
-    g = prog.forward or prog.graph
-    counts = dict(prog.graph.op_counts())
-    if prog.backward is not None:
-        for k, v in prog.backward.op_counts().items():
+    counts = {}
+    for g in (prog.forward or prog.graph, prog.backward):
+        for k, v in (g.op_counts() if g is not None else {}).items():
             counts[k] = counts.get(k, 0) + v
-    del g
+    counts = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     return Explanation(1, [], counts, [prog])
+
+
+def _unwrap(fn):
+    """(the Python function to trace, extra guards) for a function, CompiledFunction,
+    CompiledModule or Module."""
+    if isinstance(fn, CompiledModule):
+        fn = fn._module
+    if isinstance(fn, CompiledFunction):
+        return fn.fn, ()
+    try:
+        from .nn import Module
+    except ImportError:  # pragma: no cover
+        Module = ()
+    if isinstance(fn, Module):
+        return fn.forward, ()
+    return fn, ()
+
+
+def _graph_name(fn):
+    """A module's forward is listed under the module's class name ("Sequential(...)")."""
+    self = getattr(fn, "__self__", None)
+    if self is not None and hasattr(self, "named_parameters") and fn.__name__ == "forward":
+        return type(self).__name__
+    return getattr(fn, "__name__", None)

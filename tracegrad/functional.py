@@ -617,3 +617,16 @@ def addmm(input, a, b, beta=1, alpha=1):
 # ----------------------------------------------------------------------------- ordering, gather/scatter
 from .ops.index import (argsort, argwhere, gather, index_add, index_select, nonzero,  # noqa: E402
                         scatter_add, sort, topk)
+
+
+# ----------------------------------------------------------------------------- comparisons to Python values
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """``|input - other| <= atol + rtol * |other|`` everywhere (a Python bool, like PyTorch).
+
+    >>> import tracegrad as tg
+    >>> tg.allclose(tg.tensor([1.0, 2.0]), tg.tensor([1.0, 2.0 + 1e-9]))
+    True
+    """
+    a, b = (to_tensor(x) for x in (input, other))
+    return bool(np.allclose(np.asarray(a.detach()), np.asarray(b.detach()), rtol=rtol, atol=atol,
+                            equal_nan=equal_nan))

@@ -1,13 +1,26 @@
 """Indexing: ``t[idx]`` and ``t[idx] = v``.
 
 Basic indices (ints, slices, None, Ellipsis) become a ``slice`` primitive plus a reshape, and
-the result is a view. Advanced indices (integer tensors, boolean masks) are handled in
-``tracegrad.ops.index``.
+the result is a view. Advanced indices (integer tensors, lists, ndarrays, boolean masks) follow
+NumPy/PyTorch placement and lower to the ``index`` / ``index_put`` primitives; a mask becomes
+its ``nonzero`` indices (a graph break while tracing: the shape depends on the data).
+
+>>> import tracegrad as tg
+>>> x = tg.arange(12.).reshape(3, 4)
+>>> x[[0, 2], 1:3]
+tensor([[ 1.,  2.],
+        [ 9., 10.]])
+>>> x[x > 9] = 0.
+>>> x[2]
+tensor([8., 9., 0., 0.])
 """
 from __future__ import annotations
 
 import numpy as np
 
+from . import dtypes as _dt
+from .ops import index as I
+from .ops.shapes import broadcast_shapes, numel
 from .tensor import Tensor
 
 
@@ -88,9 +101,7 @@ def basic_getitem(x, index):
 def getitem(x, index):
     idx = _normalize_index(index)
     if any(_is_advanced(ix) for ix in idx):
-        from .ops import index as I
-
-        return I.advanced_getitem(x, idx)
+        return advanced_getitem(x, idx)
     return basic_getitem(x, idx)
 
 
@@ -100,9 +111,7 @@ def setitem(x, index, value):
 
     idx = _normalize_index(index)
     if any(_is_advanced(ix) for ix in idx):
-        from .ops import index as I
-
-        return I.advanced_setitem(x, idx, value)
+        return advanced_setitem(x, idx, value)
     target = basic_getitem(x, idx)
     value = F.to_tensor(value, x.dtype) if not isinstance(value, Tensor) else value
     if value.dtype is not x.dtype:
@@ -112,12 +121,217 @@ def setitem(x, index, value):
 
 
 def gather(x, dim, index):
-    from .ops import index as I
-
     return I.gather(x, dim, index)
 
 
 def nonzero(x, as_tuple=False):
-    from .ops import index as I
-
     return I.nonzero(x, as_tuple)
+
+
+# ----------------------------------------------------------------------------- advanced indexing
+def _is_bool_scalar(ix):
+    return isinstance(ix, (bool, np.bool_))
+
+
+def _entry_tensor(ix):
+    """An index entry as a Tensor (lists and ndarrays converted), or None for basic entries."""
+    from . import functional as F
+
+    if isinstance(ix, Tensor):
+        return ix
+    if isinstance(ix, (list, np.ndarray)):
+        if isinstance(ix, list) and len(ix) == 0:
+            return F.to_tensor(np.zeros(0, np.int64))
+        return F.to_tensor(np.asarray(ix)) if isinstance(ix, np.ndarray) else F.to_tensor(ix)
+    return None
+
+
+def _dims_consumed(ix, t):
+    if t is not None and t.dtype is _dt.bool_:
+        return t.ndim
+    return 0 if ix is None or _is_bool_scalar(ix) else 1
+
+
+def _split_index(x, index):
+    """Split an index into a basic part (applied as a view) and the advanced entries.
+
+    Returns ``(y, adv)``: ``y`` is ``x`` indexed by the ints/slices/None of ``index`` (with full
+    slices where advanced entries are), ``adv`` a list of ``(dim of y, int64 tensor)``.
+    Like PyTorch, ints are basic indices (applied first), and a boolean mask over k dims
+    becomes k integer index tensors."""
+    from . import creation
+
+    tensors = [_entry_tensor(ix) for ix in index]
+    if sum(1 for ix in index if ix is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(_dims_consumed(ix, t) for ix, t in zip(index, tensors) if ix is not Ellipsis)
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    basic, adv, xdim, ydim = [], [], 0, 0
+    for ix, t in zip(index, tensors):
+        if ix is Ellipsis:
+            fill = x.ndim - consumed
+            basic += [slice(None)] * fill
+            xdim, ydim = xdim + fill, ydim + fill
+        elif _is_bool_scalar(ix):
+            basic.append(None)  # a new dim of size 1, indexed by [0] (True) or [] (False)
+            adv.append((ydim, creation.tensor([0] if ix else [], dtype=_dt.int64)))
+            ydim += 1
+        elif t is not None and t.dtype is _dt.bool_:
+            for k, ind in enumerate(_mask_indices(x, t, xdim)):
+                adv.append((ydim + k, ind))
+            basic += [slice(None)] * t.ndim
+            xdim, ydim = xdim + t.ndim, ydim + t.ndim
+        elif t is not None:
+            if t.dtype not in (_dt.int64, _dt.int32):
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            adv.append((ydim, t if t.dtype is _dt.int64 else t.long()))
+            basic.append(slice(None))
+            xdim, ydim = xdim + 1, ydim + 1
+        elif ix is None:
+            basic.append(None)
+            ydim += 1
+        elif isinstance(ix, slice):
+            basic.append(ix)
+            xdim, ydim = xdim + 1, ydim + 1
+        else:
+            basic.append(ix)  # an int: removes the dim
+            xdim += 1
+    trivial = all(isinstance(b, slice) and b == slice(None) for b in basic)
+    y = x if trivial else basic_getitem(x, tuple(basic))
+    return y, adv
+
+
+def _mask_indices(x, mask, start):
+    shape = tuple(x.shape[start:start + mask.ndim])
+    for k, (m, s) in enumerate(zip(mask.shape, shape)):
+        if m != s:
+            raise IndexError(f"The shape of the mask {list(mask.shape)} at index {k} does not match "
+                             f"the shape of the indexed tensor {list(x.shape)} at index {start + k}")
+    if mask.ndim == 0:
+        raise IndexError("a 0-dim boolean mask is only supported as a Python bool")
+    return I.nonzero(mask, as_tuple=True)
+
+
+def _broadcast_indices(adv):
+    try:
+        return broadcast_shapes(*[tuple(t.shape) for _, t in adv])
+    except RuntimeError:
+        shapes = ", ".join(str(list(t.shape)) for _, t in adv)
+        raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with "
+                         f"shapes {shapes}") from None
+
+
+def _check_adv_bounds(y, adv):
+    for d, t in adv:
+        if not t._is_traced:
+            I._check_bounds(t._value, y.shape[d], d)
+
+
+def _flatten_advanced(y, adv):
+    """Move the advanced dims of ``y`` to the front and merge them into one dim; return the
+    merged tensor, the linear index (shape B) and the permutation used."""
+    from . import functional as F
+
+    dims = [d for d, _ in adv]
+    rest = [d for d in range(y.ndim) if d not in dims]
+    perm = dims + rest
+    yp = F.permute(y, perm)
+    sizes = [y.shape[d] for d in dims]
+    flat = F.reshape(yp, [numel(sizes)] + [y.shape[d] for d in rest])
+    lin, stride = None, 1
+    for (d, t), n in reversed(list(zip(adv, sizes))):
+        t = F.where(F.lt(t, 0), F.add(t, n), t)  # negative indices count from the end
+        term = F.mul(t, stride) if stride != 1 else t
+        lin = term if lin is None else F.add(lin, term)
+        stride *= n
+    return flat, lin, perm
+
+
+def _adjacent(adv):
+    dims = [d for d, _ in adv]
+    return dims == list(range(dims[0], dims[0] + len(dims)))
+
+
+def _place(out, nb, first, adjacent):
+    """``out`` has the broadcast index dims (``nb`` of them) first; move them to ``first`` when the
+    advanced indices were adjacent (NumPy/PyTorch placement)."""
+    from . import functional as F
+
+    if not adjacent or first == 0:
+        return out
+    rest = list(range(nb, out.ndim))
+    perm = rest[:first] + list(range(nb)) + rest[first:]
+    return F.permute(out, perm)
+
+
+def advanced_getitem(x, index):
+    """``x[index]`` where ``index`` holds integer tensors/lists/ndarrays or boolean masks."""
+    y, adv = _split_index(x, index)
+    bshape = _broadcast_indices(adv)
+    _check_adv_bounds(y, adv)
+    if len(adv) == 1:
+        d, t = adv[0]
+        return I.INDEX(y, t, dim=d)
+    flat, lin, _ = _flatten_advanced(y, adv)
+    out = I.INDEX(flat, lin.expand(bshape) if tuple(lin.shape) != bshape else lin, dim=0)
+    return _place(out, len(bshape), adv[0][0], _adjacent(adv))
+
+
+def advanced_setitem(x, index, value):
+    """``x[index] = value`` in place (version bump and autograd rebase via views.assign)."""
+    from . import functional as F
+    from .views import assign
+
+    y, adv = _split_index(x, index)
+    bshape = _broadcast_indices(adv)
+    _check_adv_bounds(y, adv)
+    value = F.to_tensor(value, x.dtype) if not isinstance(value, Tensor) else F.cast(value, x.dtype)
+    first, adjacent = adv[0][0], _adjacent(adv)
+    if len(adv) == 1:
+        d, t = adv[0]
+        target = I._taken_shape(y.shape, t.shape, d)
+        value = _broadcast_value(value, target)
+        return assign(y, I.INDEX_PUT(y, t, value, dim=d))
+    flat, lin, perm = _flatten_advanced(y, adv)
+    rest_shape = tuple(flat.shape[1:])
+    nb = len(bshape)
+    # the shape x[index] has, then the value arranged as (B..., rest...) and B flattened
+    placed = _place_shape(bshape, rest_shape, first, adjacent)
+    value = _broadcast_value(value, placed)
+    if adjacent and first:
+        rest = list(range(value.ndim))
+        b_pos = rest[first:first + nb]
+        others = rest[:first] + rest[first + nb:]
+        value = F.permute(value, b_pos + others)
+    value = F.reshape(value, (numel(bshape),) + rest_shape)
+    lin = F.reshape(lin.expand(bshape) if tuple(lin.shape) != bshape else lin, (numel(bshape),))
+    new_flat = I.INDEX_PUT(flat, lin, value, dim=0)
+    new_yp = F.reshape(new_flat, [y.shape[d] for d in perm])
+    inv = [perm.index(i) for i in range(len(perm))]
+    return assign(y, F.permute(new_yp, inv))
+
+
+def _place_shape(bshape, rest_shape, first, adjacent):
+    if adjacent:
+        return tuple(rest_shape[:first]) + tuple(bshape) + tuple(rest_shape[first:])
+    return tuple(bshape) + tuple(rest_shape)
+
+
+def _broadcast_value(value, target):
+    from . import functional as F
+
+    target = tuple(target)
+    if tuple(value.shape) == target:
+        return value
+    # PyTorch drops leading size-1 dims of the value before broadcasting
+    shape = tuple(value.shape)
+    while len(shape) > len(target) and shape[0] == 1:
+        shape = shape[1:]
+    try:
+        if broadcast_shapes(shape, target) != target:
+            raise RuntimeError
+    except RuntimeError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be "
+                           f"broadcast to indexing result of shape {list(target)}") from None
+    return F.expand(F.reshape(value, shape), target)

@@ -7,13 +7,14 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as _dt
-from .autograd.graph import FREED_MESSAGE, Node, gradient_edge
+from .autograd.graph import FREED_MESSAGE, Node, _modified_message, gradient_edge
 from .ir.capture import bind_inputs
 from .tensor import Tensor
 
 
 class SavedInfo:
-    """One value the compiled forward keeps for the backward."""
+    """One value the compiled forward keeps for the backward: ``name`` (its ``%N`` in the
+    forward listing), ``shape``, ``dtype`` and ``bytes``."""
 
     __slots__ = ("name", "shape", "dtype", "bytes")
 
@@ -28,24 +29,27 @@ class SavedInfo:
 
 
 class Program:
-    """A compiled specialisation. ``graph`` is the whole call; ``forward``/``backward`` are
-    set when the outputs are differentiable after the call; ``saved`` describes the values the
-    forward keeps for the backward; ``source`` is the generated code; ``guards`` the
-    conditions under which this program is reused."""
+    """A compiled specialisation. ``graph`` is the whole call as the user sees it (after the
+    passes); ``forward``/``backward`` are set when the outputs are differentiable after the
+    call; ``saved`` describes the values the forward keeps for the backward (``saved_choice``
+    says whether the min-cut or the saved-tensor annotations chose them, and
+    ``annotation_bytes`` what the annotations would keep); ``source`` is the generated code;
+    ``guards`` the conditions under which this program is reused."""
 
-    def __init__(self, capture, backend, forward=None, backward=None, saved_values=(),
-                 grad_positions=(), executable=None, backward_executable=None):
+    def __init__(self, capture, backend, graph, forward=None, backward=None, grad_positions=(),
+                 executable=None, backward_executable=None, saved_choice=None,
+                 annotation_bytes=0):
         self.capture = capture
-        self.graph = capture.graph
+        self.graph = graph
         self.forward = forward
         self.backward = backward
         self.backend = backend
         self.executable = executable
         self.backward_executable = backward_executable
         self.grad_positions = list(grad_positions)  # graph input index per backward output
-        fwd = forward if forward is not None else self.graph
-        n_user = len(self.graph.outputs)
-        self.saved = [SavedInfo(v.ref(), v.shape, v.dtype) for v in fwd.outputs[n_user:]] if forward else []
+        self.saved = [SavedInfo(v.ref(), v.shape, v.dtype) for v in forward.saved] if forward else []
+        self.saved_choice = saved_choice
+        self.annotation_bytes = annotation_bytes
         self.calls = 0
 
     # ------------------------------------------------------------------ inspection
@@ -58,38 +62,50 @@ class Program:
 
     @property
     def guards(self):
+        """The conditions under which this program is reused, one readable line each."""
         cap = self.capture
+        names = cap.arg_names
         out = [f"grad_mode == {cap.grad_enabled}"]
         for i, g in enumerate(cap.arg_guards):
+            name = names[i] if i < len(names) else str(i)
             if g[0] == "tensor":
-                out.append(f"arg {i}: Tensor {g[2].short}{list(g[1])} requires_grad={g[3]}")
+                out.append(f"{name}: Tensor {g[2].short}{list(g[1])} requires_grad={g[3]}")
             elif g[0] == "value":
-                out.append(f"arg {i} == {g[2]!r}")
+                out.append(f"{name} == {g[2]!r}")
+            elif g[0] == "array":
+                out.append(f"{name}: ndarray {g[2]}{list(g[1])} with the same values")
             else:
-                out.append(f"arg {i} is <object at {hex(g[1])}>")
+                out.append(f"{name} is the same {type(g[2]).__name__} object")
+        naming = getattr(cap, "naming", None)
         for g in cap.state_guards:
             if g[0] == "data":
-                out.append(f"lifted tensor at {hex(id(g[1]))}: {g[3].short}{list(g[2])} "
-                           f"requires_grad={g[4]}")
+                out.append(f"{g[5]}: the same tensor, {g[3].short}{list(g[2])} requires_grad={g[4]}")
             elif g[0] == "value":
                 out.append(f"{g[1]} == {g[3]!r}")
             elif g[0] == "grad_shape":
-                out.append(f".grad of {_target_name(g[1])}: {g[3].short}{list(g[2])}")
+                out.append(f"{g[4]}: {g[3].short}{list(g[2])}")
             else:
-                out.append(f".grad of {_target_name(g[1])} is {'None' if g[2] else 'not None'}")
+                name = naming.of(g[1]) if naming else str(g[1])  # names the .grad itself
+                out.append(f"{name} is {'None' if g[2] else 'not None'}")
         return out
 
     @property
     def saved_bytes(self):
         return sum(s.bytes for s in self.saved)
 
+    def saved_report(self):
+        """The saved-tensor report: one line per saved value, and which choice made it."""
+        n = len(self.saved)
+        lines = [f"saved for backward ({self.saved_choice}): {n} value{'s' if n != 1 else ''}, "
+                 f"{self.saved_bytes} bytes (the saved-tensor annotations: "
+                 f"{self.annotation_bytes} bytes)"]
+        lines += [f"  {s.name}: {s.dtype.short}{list(s.shape)} ({s.bytes} bytes)" for s in self.saved]
+        return "\n".join(lines)
+
     def __str__(self):
-        parts = [str(self.graph)]
-        if self.forward is not None:
-            parts += ["", str(self.forward), "", str(self.backward), "",
-                      f"saved for backward: {len(self.saved)} values, {self.saved_bytes} bytes"]
-            parts += [f"  {s.name}: {s.dtype.short}{list(s.shape)} ({s.bytes} bytes)" for s in self.saved]
-        return "\n".join(parts)
+        if self.forward is None:
+            return str(self.graph)
+        return "\n".join([str(self.forward), "", str(self.backward), "", self.saved_report()])
 
     def to_dot(self):
         return (self.forward or self.graph).to_dot()
@@ -103,20 +119,11 @@ class Program:
         if len(flat_args) != len(cap.arg_guards):
             return f"{len(flat_args)} arguments instead of {len(cap.arg_guards)}"
         for i, (x, g) in enumerate(zip(flat_args, cap.arg_guards)):
-            kind = g[0]
-            if kind == "tensor":
-                if not isinstance(x, Tensor):
-                    return f"arg {i} is no longer a Tensor"
-                if x._value.shape != g[1] or x._dtype is not g[2] or x._requires_grad != g[3]:
-                    return (f"arg {i}: expected {g[2].short}{list(g[1])} requires_grad={g[3]}, got "
-                            f"{x.dtype.short}{list(x.shape)} requires_grad={x.requires_grad}")
-            elif kind == "value":
-                if type(x) is not g[1] or x != g[2]:
-                    return f"arg {i}: expected {g[2]!r}, got {x!r}"
-            elif id(x) != g[1]:
-                return f"arg {i} is a different object"
+            reason = _arg_mismatch(x, g)
+            if reason:
+                return f"argument {cap.arg_names[i]}: {reason}"
         for g in cap.state_guards:
-            reason = _state_mismatch(g, flat_args)
+            reason = _state_mismatch(g, flat_args, cap)
             if reason:
                 return reason
         return None
@@ -125,48 +132,100 @@ class Program:
     def run(self, flat_args):
         cap = self.capture
         arrays = bind_inputs(cap.bindings, flat_args)
+        versions = self._input_versions(flat_args) if self.forward is not None else None
         results = self.executable(arrays)
         graph = self.forward if self.forward is not None else self.graph
         n_out, n_wb = len(self.graph.outputs), len(graph.writebacks)
         n_all = len(graph.outputs)
-        outs = results[:n_out]
+        outs = _distinct(results[:n_out], arrays)
         saved = results[n_out:n_all]
-        wbs = results[n_all:n_all + n_wb]
-        _apply_writebacks(cap, wbs, flat_args, graph)
-        out_tensors = [Tensor._make(_own(a, arrays), v.dtype) for a, v in zip(outs, self.graph.outputs)]
+        # a write-back may read storage another write-back overwrites (a swap): copy first
+        wbs = [np.array(a, copy=True) if _alias_of(a, arrays) is not None else a
+               for a in results[n_all:n_all + n_wb]]
+        _apply_writebacks(cap, wbs, flat_args, graph, arrays)
+        out_tensors = [Tensor._make(a, v.dtype) for a, v in zip(outs, self.graph.outputs)]
         if self.forward is not None:
-            self._attach_backward(out_tensors, saved, flat_args)
+            self._attach_backward(out_tensors, saved, flat_args, arrays, versions)
         for k in cap.freed_outputs:
             _FreedNode.attach(out_tensors[k])
         self.calls += 1
-        leaves = [out_tensors[ref] if kind == "value" else ref for kind, ref in cap.out_leaves]
+        leaves = [out_tensors[ref] if kind == "value" else flat_args[ref] if kind == "arg" else ref
+                  for kind, ref in cap.out_leaves]
         from . import pytree
 
         return pytree.unflatten(cap.out_spec, leaves)
 
-    def _attach_backward(self, out_tensors, saved, flat_args):
+    def _input_versions(self, flat_args):
+        """Per graph input, the user tensor bound to it and its version before the call: a
+        saved input modified in place before the backward runs is an error, as in eager."""
+        out = []
+        for b in self.capture.bindings:
+            if b.kind == "arg":
+                t = flat_args[b.ref]
+            elif b.kind == "data":
+                t = b.ref
+            else:
+                out.append(None)
+                continue
+            out.append((t, t._version))
+        return out
+
+    def _attach_backward(self, out_tensors, saved, flat_args, arrays, versions):
         cap = self.capture
         edges = []
         for pos in self.grad_positions:
             b = cap.bindings[pos]
             t = flat_args[b.ref] if b.kind == "arg" else b.ref
             edges.append(gradient_edge(t))
-        node = CompiledBackward(self, saved, edges, [t for t in out_tensors])
+        checks = []
+        for a in saved:  # saved arrays in user storage: remember the owner's version
+            k = _alias_of(a, arrays)
+            checks.append(versions[k] if k is not None else None)
+        node = CompiledBackward(self, saved, checks, edges, out_tensors)
         for nr, (k, _) in enumerate(cap.diff_outputs):
             t = out_tensors[k]
             t._requires_grad, t._grad_fn, t._output_nr = True, node, nr
 
 
-def _own(a, inputs):
-    """Outputs must not alias inputs or each other's buffers (the interpreter may share)."""
-    if any(a is i for i in inputs):
-        return a.copy()
-    return a
+def _arg_mismatch(x, g):
+    kind = g[0]
+    if kind == "tensor":
+        if not isinstance(x, Tensor):
+            return f"expected a Tensor, got {type(x).__name__}"
+        if x._value.shape != g[1] or x._dtype is not g[2] or x._requires_grad != g[3]:
+            return (f"expected {g[2].short}{list(g[1])} requires_grad={g[3]}, got "
+                    f"{x.dtype.short}{list(x.shape)} requires_grad={x.requires_grad}")
+    elif kind == "value":
+        if type(x) is not g[1] or x != g[2]:
+            return f"expected {g[2]!r}, got {x!r}"
+    elif kind == "array":
+        if not isinstance(x, np.ndarray) or x.shape != g[1] or x.dtype != g[2] \
+                or not np.array_equal(x, g[3]):
+            return "a NumPy array with other values"
+    elif x is not g[2]:
+        return f"a different {type(x).__name__} object"
+    return None
 
 
-def _target_name(target):
-    kind, ref = target
-    return f"arg {ref}" if kind == "arg_grad" else f"tensor at {hex(id(ref))}"
+def _alias_of(a, inputs):
+    """Index of an input array whose memory ``a`` may share (the interpreter returns views of
+    its inputs for reshape, permute, ...; the passes may return an input itself), or None."""
+    for k, i in enumerate(inputs):
+        if np.may_share_memory(a, i):
+            return k
+    return None
+
+
+def _distinct(outs, inputs):
+    """Outputs must alias neither inputs nor each other (the passes may return an input
+    unchanged, or one value twice), and must be writable."""
+    result, seen = [], []
+    for a in outs:
+        if not a.flags.writeable or _alias_of(a, inputs) is not None or _alias_of(a, seen) is not None:
+            a = np.array(a, copy=True)
+        seen.append(a)
+        result.append(a)
+    return result
 
 
 def _real(target, flat_args):
@@ -174,31 +233,32 @@ def _real(target, flat_args):
     return flat_args[ref] if kind == "arg_grad" else ref
 
 
-def _state_mismatch(g, flat_args):
+def _state_mismatch(g, flat_args, cap):
     kind = g[0]
     if kind == "data":
         t = g[1]
         if t._value.shape != g[2] or t._dtype is not g[3] or t._requires_grad != g[4]:
-            return f"lifted tensor changed: expected {g[3].short}{list(g[2])}, got {t.dtype.short}{list(t.shape)}"
+            return (f"{g[5]} changed: expected {g[3].short}{list(g[2])} requires_grad={g[4]}, got "
+                    f"{t.dtype.short}{list(t.shape)} requires_grad={t.requires_grad}")
     elif kind == "grad_is_none":
         real = _real(g[1], flat_args)
         if (real._grad is None) != g[2]:
-            return f".grad of {_target_name(g[1])} is {'not ' if g[2] else ''}None now"
+            name = cap.naming.of(g[1]) if getattr(cap, "naming", None) else str(g[1])
+            return f"{name} is {'not ' if g[2] else ''}None now"
     elif kind == "value":
         now = g[2]()
         if type(now) is not type(g[3]) or now != g[3]:
             return f"{g[1]} changed from {g[3]!r} to {now!r}"
     elif kind == "grad_shape":
-        real = _real(g[1], flat_args)
-        gr = real._grad
+        gr = _real(g[1], flat_args)._grad
         if gr is None or gr._value.shape != g[2] or gr._dtype is not g[3]:
-            return f".grad of {_target_name(g[1])} changed"
+            return f"{g[4]} changed"
     return None
 
 
-def _apply_writebacks(cap, arrays, flat_args, graph):
+def _apply_writebacks(cap, arrays, flat_args, graph, inputs):
     """Copy results into the user's tensors, as eager mode would have left them."""
-    written = set()
+    written = {id(i) for i in inputs}
     for (kind, ref), a, (v, _) in zip(cap.writebacks, arrays, graph.writebacks):
         if kind == "arg":
             _copy_into(flat_args[ref], a)
@@ -208,9 +268,10 @@ def _apply_writebacks(cap, arrays, flat_args, graph):
             _copy_into(_real((kind, ref), flat_args)._grad, a)
         elif kind == "set_grad":
             real = _real(ref, flat_args)
-            fresh = a if id(a) not in written else a.copy()
-            real._grad = Tensor._make(np.array(fresh, copy=True) if fresh.base is not None or
-                                      not fresh.flags.writeable else fresh, v.dtype)
+            # a fresh .grad owns its storage: never an input's, another result's or a constant
+            fresh = a if id(a) not in written and a.base is None and a.flags.writeable \
+                else np.array(a, copy=True)
+            real._grad = Tensor._make(fresh, v.dtype)
         written.add(id(a))
     for action in cap.actions:
         if action[0] == "grad_none":
@@ -227,10 +288,11 @@ def _copy_into(t, a):
 class CompiledBackward(Node):
     """The grad_fn of a compiled forward's outputs: runs the compiled backward program."""
 
-    def __init__(self, program, saved, edges, outputs):
+    def __init__(self, program, saved, checks, edges, outputs):
         super().__init__([e if e is not None else (None, 0) for e in edges])
         self.program = program
         self.saved_arrays = list(saved)
+        self.saved_checks = checks  # per saved array: (user tensor, version) or None
         self.out_meta = [(tuple(outputs[k].shape), outputs[k].dtype) for k, _ in program.capture.diff_outputs]
 
     def name(self):
@@ -251,6 +313,10 @@ class CompiledBackward(Node):
                 "compiled code. Differentiate twice inside the compiled function instead "
                 "(tg.autograd.grad(..., create_graph=True) is captured)."
             )
+        for check in self.saved_checks:
+            if check is not None and check[0]._version != check[1]:
+                t = check[0]
+                raise RuntimeError(_modified_message(t, None, 0, check[1]))
         grads = [np.zeros(s, d.np) if g is None else np.ascontiguousarray(g._value, dtype=d.np)
                  for g, (s, d) in zip(grad_outputs, self.out_meta)]
         results = self.program.backward_executable(self.saved_arrays + grads)

@@ -44,6 +44,7 @@ class Tensor:
     """An n-dimensional array with autograd; see ``tg.tensor`` for construction."""
 
     __array_priority__ = 1000  # make ``ndarray * Tensor`` defer to Tensor.__rmul__
+    _custom_function_view = False  # set on views returned by a custom Function (autograd.function)
 
     def __init__(self, *args, **kwargs):
         raise TypeError("use tg.tensor(data), tg.zeros(shape), ... to create tensors")
@@ -104,6 +105,13 @@ class Tensor:
     def element_size(self):
         return self._dtype.itemsize
 
+    def stride(self, dim=None):
+        """Element strides of the storage (eager tensors), like ``torch.Tensor.stride``."""
+        if self._is_traced:
+            _graph_break(".stride() on a traced tensor")
+        strides = tuple(st // self._value.itemsize for st in self._value.strides)
+        return strides if dim is None else strides[_wrap_dim(dim, self.ndim)]
+
     def data_ptr(self):
         """Address of the first element (eager tensors): equal for tensors sharing storage."""
         if self._is_traced:
@@ -158,6 +166,11 @@ class Tensor:
         if self._base is not None and self._view_seen != self._vc.value:
             self._refresh_view_graph()
         return self._grad_fn
+
+    @property
+    def output_nr(self):
+        """Which output of its ``grad_fn`` this tensor is."""
+        return self._output_nr
 
     @property
     def is_leaf(self):
@@ -334,6 +347,11 @@ class Tensor:
         the base so that its value and autograd history match the base's (PyTorch does the
         same lazily when a view's grad_fn is read)."""
         base = self._base
+        if base.requires_grad and grad_mode.is_grad_enabled() and self._custom_function_view:
+            from .autograd.function import custom_function_view_error
+
+            raise custom_function_view_error(self, "its base or another view of its base has been "
+                                                   "modified inplace")
         self._view_seen = self._vc.value
         if base.requires_grad and grad_mode.is_grad_enabled():
             fresh = self._view_fn(base)
@@ -346,6 +364,7 @@ class Tensor:
     def numpy(self, *, force=False):
         if self._is_traced:
             _graph_break(".numpy() on a traced tensor")
+        _outside_read(self, ".numpy()")
         if self.requires_grad and grad_mode.is_grad_enabled() and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
@@ -355,6 +374,7 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         if self._is_traced:
             _graph_break("np.asarray() on a traced tensor")
+        _outside_read(self, "np.asarray()")
         a = self._value
         if dtype is not None:
             a = a.astype(dtype, copy=False)
@@ -363,6 +383,7 @@ class Tensor:
     def item(self):
         if self._is_traced:
             _graph_break(".item() on a traced tensor")
+        _outside_read(self, ".item()")
         if self.numel() != 1:
             raise RuntimeError(
                 f"a Tensor with {self.numel()} elements cannot be converted to Scalar"
@@ -372,11 +393,13 @@ class Tensor:
     def tolist(self):
         if self._is_traced:
             _graph_break(".tolist() on a traced tensor")
+        _outside_read(self, ".tolist()")
         return self._value.tolist()
 
     def __bool__(self):
         if self._is_traced:
             _graph_break("bool() on a traced tensor (Python control flow on a tensor value)")
+        _outside_read(self, "bool()")
         if self.numel() != 1:
             raise RuntimeError(
                 f"Boolean value of Tensor with {self.numel()} elements is ambiguous"
@@ -437,6 +460,15 @@ def _graph_break(reason):
 
     trace.graph_break(reason)
     raise RuntimeError(reason)  # not reached while tracing; outside tracing traced tensors don't exist
+
+
+def _outside_read(t, what):
+    """Reading the values of a user tensor while tracing: the tracer guards or breaks."""
+    from .ir import trace
+
+    tracer = trace.current_tracer()
+    if tracer is not None:
+        tracer.read_value(t, what)
 
 
 def _wrap_dim(dim, ndim):

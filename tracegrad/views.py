@@ -33,7 +33,7 @@ def make_view(out, src, view_fn, inv_fn):
 
 
 def check_inplace_target(t):
-    if getattr(t, "_custom_function_view", False):
+    if t._custom_function_view:
         from .autograd.function import check_custom_function_view
 
         check_custom_function_view(t)
@@ -69,10 +69,15 @@ def _dt_title(d):
 def assign(t, result):
     """Make tensor ``t`` hold ``result`` in place: the value (through views into the base's
     storage), the version counter and the autograd history. Returns ``t``."""
+    from .autograd import forward_ad, saved_hooks
     from .ir import trace
 
     check_inplace_target(t)
+    if t._base is not None and t._view_inv is None:
+        raise RuntimeError(_OVERLAP_MESSAGE)  # an expanded view: several elements, one location
     result = _cast_result(t, result)
+    if saved_hooks.mutation_ctx is not None:  # allow_mutation_on_saved_tensors: clone before write
+        saved_hooks.before_inplace(t)
     tracer = trace.current_tracer()
     base = t._base
     needs_graph = grad_mode.is_grad_enabled() and (
@@ -91,15 +96,19 @@ def assign(t, result):
             t._register_retain_grad()  # retain_grad follows the tensor's newest history
         elif needs_graph:
             t._grad_fn, t._requires_grad = None, t.is_leaf and t._requires_grad
+    if forward_ad._active_level is not None:  # the written tensor takes the result's tangent
+        forward_ad.on_assign(t, result)
     return t
+
+
+_OVERLAP_MESSAGE = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single "
+    "memory location. Please clone() the tensor before performing the operation.")
 
 
 def _rebase_through_view(view, base, result, tracer):
     if view._view_inv is None:
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers to a "
-            "single memory location. Please clone() the tensor before performing the operation."
-        )
+        raise RuntimeError(_OVERLAP_MESSAGE)
     from . import functional as F
     from .creation import ones_like
 

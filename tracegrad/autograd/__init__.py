@@ -5,7 +5,11 @@ from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from . import function
 from .function import Function
+from . import forward_ad, functional, profiler
+from .anomaly import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
+                      set_detect_anomaly)
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
            "graph", "grad_mode", "gradcheck", "gradgradcheck", "GradcheckError",
-           "Function", "function"]
+           "Function", "function", "forward_ad", "functional", "profiler", "detect_anomaly",
+           "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]

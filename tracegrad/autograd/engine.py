@@ -14,8 +14,13 @@ tensor(18.)
 from __future__ import annotations
 
 import heapq
+import itertools
+import threading
 
-from . import grad_mode
+import numpy as np
+
+from ..ir import trace
+from . import forward_ad, grad_mode
 from .graph import AccumulateGrad, gradient_edge
 
 
@@ -137,10 +142,10 @@ def _pre_hooks(node, grads):
 
 
 def _run_node(node, grads):
-    from . import anomaly
+    from . import anomaly, profiler
 
     try:
-        in_grads = node.apply(grads)
+        in_grads = node.apply(grads) if not profiler._active else profiler.run_node(node, grads)
     except Exception as exc:
         anomaly.report_backward_failure(node, exc)
         raise
@@ -152,6 +157,58 @@ def _run_node(node, grads):
     return in_grads
 
 
+class _GraphTask:
+    """The backward call in progress (PyTorch's GraphTask), for ``current_graph_task_id`` and
+    ``will_engine_execute_node`` (used by ``register_multi_grad_hook``)."""
+
+    _ids = itertools.count()
+
+    def __init__(self, order, needed, capture_nodes, accumulate):
+        self.id = next(_GraphTask._ids)
+        self._order, self._reachable = order, None
+        self.needed, self.capture_nodes, self.accumulate = needed, capture_nodes, accumulate
+
+    def will_execute(self, node):
+        """Whether this backward runs ``node`` (or captures the gradient flowing into it)."""
+        if node in self.capture_nodes:
+            return True
+        if isinstance(node, AccumulateGrad):
+            return self.accumulate and self.needed is None
+        return self.needed is None or node in self.needed
+
+    def reaches(self, node):
+        if self._reachable is None:
+            self._reachable = set(self._order)
+        return node in self._reachable
+
+    def __enter__(self):
+        stack = _tasks.__dict__.setdefault("stack", [])
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _tasks.stack.pop()
+
+
+_tasks = threading.local()
+
+
+def current_graph_task_id():
+    """The id of the backward call running on this thread, or -1 outside backward."""
+    stack = getattr(_tasks, "stack", None)
+    return stack[-1].id if stack else -1
+
+
+def will_engine_execute_node(node):
+    """Whether the backward call in progress will run ``node`` (PyTorch's
+    ``torch._C._will_engine_execute_node``); only valid inside backward (e.g. in a hook)."""
+    stack = getattr(_tasks, "stack", None)
+    if not stack:
+        raise RuntimeError("will_engine_execute_node should only be called during the backward pass")
+    task = stack[-1]
+    return task.reaches(node) and task.will_execute(node)
+
+
 def _add(a, b):
     if a is None:
         return b
@@ -160,11 +217,40 @@ def _add(a, b):
     return a + b
 
 
+def _capture_edges(inputs, accumulate):
+    """(node, input_nr) -> positions in ``inputs`` whose gradient arrives at that edge."""
+    capture = {}
+    for pos, t in enumerate(inputs or ()):
+        if accumulate:
+            # backward(inputs=[non-leaf]) fills its .grad the way retain_grad does (as PyTorch)
+            t.retain_grad()
+        edge = gradient_edge(t)
+        if edge is None:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        capture.setdefault(edge, []).append(pos)
+    return capture
+
+
+def _propagate(node, in_grads, buffers, deps, ready):
+    """Add ``node``'s input gradients into its successors' buffers; queue those now complete
+    (the most recently created node first, as PyTorch does)."""
+    for i, (nxt, nr) in enumerate(node.next_functions):
+        if nxt is None:
+            continue
+        g = in_grads[i] if i < len(in_grads) else None
+        if g is not None:
+            buf = buffers.setdefault(nxt, [None] * max(nxt.num_outputs, nr + 1))
+            buf[nr] = _add(buf[nr], g)
+        deps[nxt] -= 1
+        if deps[nxt] == 0:
+            heapq.heappush(ready, (-nxt._seq_nr, id(nxt), nxt))
+
+
 def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, accumulate,
                  allow_unused=False):
-    """The engine. With ``accumulate`` it accumulates into leaves (``backward``, and into the
-    ``.grad`` of non-leaf ``inputs``); otherwise it returns the gradients flowing into
-    ``inputs`` (``grad``)."""
+    """The engine. With ``accumulate`` it accumulates into leaves (``backward``; non-leaf
+    ``inputs`` retain their grad); otherwise it returns the gradients flowing into ``inputs``
+    (``grad``)."""
     outputs = _as_tuple(outputs)
     if retain_graph is None:
         retain_graph = create_graph
@@ -178,12 +264,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, accu
             )
         root_edges.append(edge)
 
-    capture = {}  # (node, input_nr) -> positions in ``inputs`` whose gradient arrives there
-    for pos, t in enumerate(inputs or ()):
-        edge = gradient_edge(t)
-        if edge is None:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
-        capture.setdefault(edge, []).append(pos)
+    capture = _capture_edges(inputs, accumulate)
     capture_nodes = {node for node, _ in capture}
 
     roots = [node for node, _ in root_edges]
@@ -201,18 +282,18 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, accu
 
     results = [None] * len(inputs or ())
     executed = []
-    with grad_mode.set_grad_enabled(create_graph):
+    task = _GraphTask(order, needed, capture_nodes, accumulate)
+    with grad_mode.set_grad_enabled(create_graph), task:
         while ready:
             _, _, node = heapq.heappop(ready)
             node_grads = buffers.pop(node, None) or [None] * node.num_outputs
-            node_grads = _pre_hooks(node, node_grads)
+            if task.will_execute(node):  # hooks of nodes this backward skips do not fire
+                node_grads = _pre_hooks(node, node_grads)
             is_acc = isinstance(node, AccumulateGrad)
-            for nr, g in enumerate(node_grads):
-                for pos in capture.get((node, nr), ()):
-                    if not accumulate:
+            if not accumulate:
+                for nr, g in enumerate(node_grads):
+                    for pos in capture.get((node, nr), ()):
                         results[pos] = g
-                    elif not is_acc:  # a non-leaf in backward(inputs=...) gets a .grad
-                        accumulate_into_leaf(inputs[pos], g, create_graph, run_hooks=False)
             if is_acc:
                 run = accumulate and (needed is None or node in capture_nodes)
             else:
@@ -221,16 +302,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, accu
             if run:
                 in_grads = _run_node(node, node_grads)
                 executed.append(node)
-            for i, (nxt, nr) in enumerate(node.next_functions):
-                if nxt is None:
-                    continue
-                g = in_grads[i] if i < len(in_grads) else None
-                if g is not None:
-                    buf = buffers.setdefault(nxt, [None] * max(nxt.num_outputs, nr + 1))
-                    buf[nr] = _add(buf[nr], g)
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
-                    heapq.heappush(ready, (-nxt._seq_nr, id(nxt), nxt))
+            _propagate(node, in_grads, buffers, deps, ready)
     if not retain_graph:
         for node in executed:
             node.release()
@@ -315,21 +387,44 @@ def accumulate_into_leaf(var, g, create_graph=None, run_hooks=True):
     if create_graph is None:
         create_graph = grad_mode.is_grad_enabled()
     current = var._get_grad()
+    eager = not create_graph and _plain_eager()
     if current is None:
         if create_graph:
             new = g.clone()
+        elif eager:
+            new = _fresh_grad_like(var, g)
         else:
             with grad_mode.no_grad():
                 new = g.clone()
         _set_grad(var, new)
     elif create_graph:
         _set_grad(var, current + g)
+    elif eager and current._base is None and current.dtype is g.dtype \
+            and current.shape == g.shape and not current._inference:
+        # the common case without the op machinery: one NumPy add into the existing buffer
+        np.add(current._value, g._value, out=current._value)
+        current._bump_version()
     else:
         with grad_mode.no_grad():
             current.add_(g)
     if run_hooks and var._post_acc_hooks:
         for hook in list(var._post_acc_hooks.values()):
             hook(var)
+
+
+def _plain_eager():
+    """No tracer and no forward-AD level: tensors hold NumPy arrays and nothing records."""
+    return trace.current_tracer() is None and forward_ad._active_level is None
+
+
+def _fresh_grad_like(var, g):
+    """A copy of ``g`` laid out like ``var`` (PyTorch's layout rule 1: the gradient of a dense
+    parameter gets the parameter's strides)."""
+    from ..tensor import Tensor
+
+    value = np.empty_like(var._value, dtype=g._value.dtype)
+    np.copyto(value, g._value)
+    return Tensor._make(value, g.dtype)
 
 
 def _set_grad(var, value):

@@ -127,10 +127,15 @@ class BackwardCFunction(FunctionCtx, Node):
                                "allowed. You should only implement one of them.")
         return cls.vjp if cls.vjp is not Function.vjp else cls.backward
 
-    def apply(self, grad_outputs):
-        """Engine entry: one gradient (or None) per forward output; returns one per input."""
+    def apply(self, *args):
+        """The engine calls ``apply([grad or None per forward output])`` and gets one checked
+        gradient per input; called with tensors (``grad_fn.apply(g)``) it runs the user's
+        backward directly, as PyTorch's ``BackwardCFunction.apply`` does."""
         from .. import creation
 
+        if not (len(args) == 1 and isinstance(args[0], list)):
+            return self._get_user_fn()(self, *args)
+        grad_outputs = args[0]
         grads = list(grad_outputs) + [None] * (len(self._output_meta) - len(grad_outputs))
         if self.materialize_grads:
             for i, meta in enumerate(self._output_meta):
@@ -260,13 +265,13 @@ class Function(metaclass=FunctionMeta):
         return result
 
 
-def _wrap_outputs(node, args, outputs, executable, uses_setup):
+def _wrap_outputs(node, inputs, outputs, executable, uses_setup):
     """Connect forward's outputs to ``node`` following PyTorch's rules (custom_function.cpp):
-    inputs returned as-is become aliases, dirty inputs are rebased onto the node,
+    inputs returned as-is become views of them, dirty inputs are rebased onto the node,
     non-differentiable outputs stay detached; then the saved tensors are recorded."""
     is_tuple = isinstance(outputs, tuple)
     raw = outputs if is_tuple else (outputs,)
-    inputs = {id(a) for a in args if _is_tensor(a)}
+    input_ids = {id(a) for a in inputs if _is_tensor(a)}
     dirty = {id(t) for t in node.dirty_tensors}
     non_diff = {id(t) for t in node.non_differentiable}
     returned = {id(o) for o in raw if _is_tensor(o)}
@@ -274,7 +279,13 @@ def _wrap_outputs(node, args, outputs, executable, uses_setup):
         raise RuntimeError("Some elements marked as dirty during the forward method were not "
                            "returned as output. The inputs that are modified inplace must all be "
                            "outputs of the Function.")
-    n_tensor_outputs = len(returned)
+
+    def differentiable(t):
+        return executable and id(t) not in non_diff and t.dtype.is_floating_point
+
+    for t in dict.fromkeys(node.dirty_tensors):
+        if not (differentiable(t) and t._base is not None):  # a rebased view is bumped there
+            t._bump_version()
     returned_as_is = set()
     wrapped = []
     for i, o in enumerate(raw):
@@ -283,13 +294,10 @@ def _wrap_outputs(node, args, outputs, executable, uses_setup):
                 node._output_meta.append(None)
             wrapped.append(o)
             continue
-        is_input, is_dirty = id(o) in inputs, id(o) in dirty
-        differentiable = executable and id(o) not in non_diff and o.dtype.is_floating_point
         if executable:
             node._output_meta.append((tuple(o.shape), o.dtype))
-        if is_dirty and not (differentiable and o._base is not None):
-            o._bump_version()  # a view is bumped once by the rebase below
-        if not differentiable:
+        is_input, is_dirty = id(o) in input_ids, id(o) in dirty
+        if not differentiable(o):
             if is_input and not is_dirty and not o.requires_grad:
                 o = _alias(o)
             elif is_input and o.requires_grad:
@@ -297,7 +305,7 @@ def _wrap_outputs(node, args, outputs, executable, uses_setup):
             elif o.requires_grad and o._base is None:
                 o.detach_()
         elif is_dirty:
-            o = _rebase_dirty(node, i, o, n_tensor_outputs)
+            o = _rebase_dirty(node, i, o, len(returned))
         elif is_input:
             returned_as_is.add(id(o))
             o = _alias(o)
@@ -318,24 +326,33 @@ def _set_history(t, node, output_nr):
 
 
 def _alias(t):
-    """An input returned as-is: a new tensor object sharing its storage and version counter."""
-    return t.detach()
+    """An input returned as-is: a new view of it (PyTorch's ``view_as(self)``)."""
+    from ..views import make_view
+
+    return make_view(t.detach(), t, _identity, _identity)
+
+
+def _identity(t):
+    return t
 
 
 def check_custom_function_view(t):
     """PyTorch forbids in-place ops on an output of a Function that is a view (of an input, or
     an input returned as-is): rebasing the view would bypass the custom backward."""
-    if getattr(t, "_custom_function_view", False) and t._grad_fn is not None \
-            and grad_mode.is_grad_enabled():
-        name = t._grad_fn.name()
-        name = name[:-len("Backward")] if name.endswith("Backward") else name
-        raise RuntimeError(
-            f"Output {t._output_nr} of {name} is a view and is being modified inplace. This view "
-            "was created inside a custom Function (or because an input was returned as-is) and "
-            "the autograd logic to handle view+inplace would override the custom backward "
-            "associated with the custom Function, leading to incorrect gradients. This behavior "
-            "is forbidden. You can fix this by cloning the output of the custom Function."
-        )
+    if t._custom_function_view and t._grad_fn is not None and grad_mode.is_grad_enabled():
+        raise custom_function_view_error(t, "is being modified inplace")
+
+
+def custom_function_view_error(t, what):
+    name = t._grad_fn.name() if t._grad_fn is not None else "a custom Function"
+    name = name[:-len("Backward")] if name.endswith("Backward") else name
+    return RuntimeError(
+        f"Output {t._output_nr} of {name} is a view and {what}. This view was created inside a "
+        "custom Function (or because an input was returned as-is) and the autograd logic to "
+        "handle view+inplace would override the custom backward associated with the custom "
+        "Function, leading to incorrect gradients. This behavior is forbidden. You can fix this "
+        "by cloning the output of the custom Function."
+    )
 
 
 def _rebase_dirty(node, output_nr, t, n_tensor_outputs):
@@ -345,6 +362,9 @@ def _rebase_dirty(node, output_nr, t, n_tensor_outputs):
     if t.is_leaf and t.requires_grad:
         raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
                            "operation.")
+    if t._base is not None and t._base.is_leaf and t._base.requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
     t._grad = None  # PyTorch resets the grad and hooks of a tensor modified by a Function
     if t._base is None:
         _set_history(t, node, output_nr)
@@ -376,39 +396,20 @@ def _save(node, t, uses_setup, returned_as_is):
     return SavedTensor(t, node, is_output=t._grad_fn is node)
 
 
-def _forward_ad(node, cls, args, result):
-    """Forward-mode AD through a Function: ``jvp`` maps input tangents to output tangents."""
+def _forward_ad(node, cls, inputs, result):
+    """Forward-mode AD through a Function: ``jvp`` maps input tangents to output tangents
+    (forward_ad.function_jvp does the work); inside it ``ctx.saved_tensors`` returns what
+    ``save_for_forward`` saved, as in PyTorch."""
     from . import forward_ad
 
-    if getattr(forward_ad, "_active_level", None) is None:
+    if forward_ad._active_level is None:
         return
-    tangents = [forward_ad.unpack_dual(a).tangent if _is_tensor(a) else None for a in args]
-    if all(t is None for t in tangents):
-        return
-    if cls.jvp is Function.jvp:
-        raise NotImplementedError("You must implement the jvp function for custom "
-                                  "autograd.Function to use it with forward mode AD.")
-    from .. import creation
-
-    outs = result if isinstance(result, tuple) else (result,)
-    if node.materialize_grads:
-        tangents = [creation.zeros_like(a) if t is None and _is_tensor(a) else t
-                    for t, a in zip(tangents, args)]
     node._in_jvp = True
     try:
-        with grad_mode.no_grad():
-            out_tangents = cls.jvp(node, *tangents)
+        forward_ad.function_jvp(cls, node, inputs,
+                                result if isinstance(result, tuple) else (result,))
     finally:
         node._in_jvp = False
-    if not isinstance(out_tangents, tuple):
-        out_tangents = (out_tangents,)
-    if len(out_tangents) != len(outs):
-        raise RuntimeError(f"function {node.name()} returned an incorrect number of forward "
-                           f"gradients (expected {len(outs)}, got {len(out_tangents)})")
-    non_diff = {id(t) for t in node.non_differentiable}
-    for o, t in zip(outs, out_tangents):
-        if t is not None and _is_tensor(o) and id(o) not in non_diff:
-            forward_ad._set_tangent(o, t)
 
 
 def once_differentiable(fn):

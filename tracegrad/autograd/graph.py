@@ -88,7 +88,9 @@ class SavedTensor:
         hooks = saved_hooks.current_hooks()
         if hooks is not None:
             pack, self.unpack_hook = hooks
-            self.packed = pack(tensor)
+            # pack hooks see an output with its grad_fn, as in PyTorch
+            self.packed = pack(saved_hooks.output_for_pack(tensor, node, self.output_nr)
+                               if is_output and node is not None else tensor)
             self.tensor = None
         else:
             self.packed, self.unpack_hook = None, None
@@ -119,6 +121,10 @@ class SavedTensor:
             alias._grad_fn = node
             alias._output_nr = self.output_nr
             alias._vc = t._vc
+            from . import forward_ad
+
+            if forward_ad._active_level is not None:  # forward-over-reverse keeps the tangent
+                forward_ad.copy_tangent(t, alias)
             return alias
         return t
 
@@ -356,3 +362,9 @@ def fix_grad(grad, shape, dtype):
     if grad.dtype is not dtype:
         grad = grad.to(dtype)
     return grad
+
+
+# PyTorch's torch.autograd.graph also hosts the saved-tensor hooks and multi-grad hooks.
+from .saved_hooks import (allow_mutation_on_saved_tensors, disable_saved_tensors_hooks,  # noqa: E402
+                          save_on_cpu, saved_tensors_hooks)
+from .multi_grad_hook import register_multi_grad_hook  # noqa: E402

@@ -15,6 +15,7 @@ def differentiate(cap, tracer, graph):
     """Append the backward of ``cap.diff_outputs`` w.r.t. every differentiable input to
     ``graph``; return (first backward node index, grad input Values, [(binding index, Value)])."""
     n_forward = len(graph.nodes)
+    graph.phase = "backward"  # nodes recorded from here on belong to the backward
     outs = [t for _, t in cap.diff_outputs]
     grad_tensors = []
     for t in outs:
@@ -33,6 +34,7 @@ def differentiate(cap, tracer, graph):
             wrt.append(b.ref)
             positions.append(k)
     if not wrt:
+        graph.phase = "forward"
         return n_forward, [], []
     n_lifted = len(tracer.lifted)
     grads = engine.run_backward(outs, grad_tensors, retain_graph=True, create_graph=False,
@@ -43,6 +45,7 @@ def differentiate(cap, tracer, graph):
         raise GraphBreak("the backward reads a tensor the forward never used (a global read only "
                          "inside a custom Function's backward)")
     grad_outputs = [(pos, tracer.value_of(g)) for pos, g in zip(positions, grads) if g is not None]
+    graph.phase = "forward"
     return n_forward, [t._value for t in grad_tensors], grad_outputs
 
 

@@ -144,6 +144,23 @@ class Tracer:
     def current_value(self, entry):
         return self._shadow[id(entry.tensor._value)]
 
+    def read_value(self, t, what):
+        """``t.item()`` / ``bool(t)`` / ``t.numpy()`` ... on a tensor that is not symbolic: a
+        tensor from outside the function. A scalar read (``.item()``, ``bool()``) is
+        specialised: the program is reused only while the tensor still holds that value. Other
+        reads, and reads of a tensor the function itself wrote, break the graph."""
+        shadow = self._shadow.get(id(t._value))
+        if shadow is not None and shadow.kind != "input":
+            graph_break(f"{what} on a tensor the compiled function modified in place")
+        if what not in (".item()", "bool()"):
+            graph_break(f"{what} on a tensor read from outside the function (its values would be "
+                        "baked into the program)")
+        if t.numel() == 1:
+            value = t._value.reshape(()).item()
+            # the description names the tensor once capture knows its name (see capture.py)
+            self.guard_value(("item", t),
+                             lambda t=t: t._value.reshape(()).item() if t.numel() == 1 else None, value)
+
     # ------------------------------------------------------------------ .grad of user tensors
     def guard_value(self, description, getter, value):
         """Specialise on a Python value the function read from outside its arguments (an

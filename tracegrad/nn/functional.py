@@ -23,7 +23,6 @@ from .. import functional as T
 from ..ops import index as I
 from ..ops import nn as N
 from ..ops.shapes import wrap_dim
-from ..tensor import Tensor
 
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "cross_entropy",
            "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits", "layer_norm",

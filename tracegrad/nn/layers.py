@@ -152,6 +152,11 @@ class Dropout(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        from ..ir.trace import current_tracer
+
+        tracer = current_tracer()
+        if tracer is not None:  # a compiled step bakes the mode in: retrace when it changes
+            tracer.guard_value("Dropout.training", lambda: self.training, self.training)
         if self.inplace:
             return F.dropout(input, self.p, self.training, inplace=True)
         return F.dropout(input, self.p, self.training)

@@ -80,7 +80,7 @@ def _prod_of_others(x, shape, dim):
 
 PROD = defop("prod", infer=_infer_reduce, save=(0,), kind="reduce",
              impl=lambda x, dim, keepdim: np.prod(x, axis=dim, keepdims=keepdim),
-             vjp=_prod_vjp, jvp=_prod_jvp, c="prod",
+             vjp=_prod_vjp, jvp=_prod_jvp, c="prod", version=2,  # 2: JVP rule added
              sample=lambda: [(("any",), {"dim": (1,), "keepdim": False}),
                              (("any",), {"dim": (0, 1), "keepdim": True})])
 

@@ -44,7 +44,8 @@ class OpDef:
         self.version = version
         self.kind = kind  # elementwise | reduce | movement | index | linalg | nn | other
         self.random = random
-        # sample() -> list of (args, attrs) used by the registry-driven tests
+        # sample() -> list of (input specs, attrs) for the registry-driven tests (tests/test_ops.py);
+        # the spec grammar ("any", ("index", shape, high), ...) is in tracegrad/ops/samples.py
         self.sample = sample
 
     def __repr__(self):
@@ -68,6 +69,12 @@ def defop(name, **kwargs) -> OpDef:
 def dispatch(op: OpDef, *inputs, **attrs):
     """Run ``op`` on Tensors: eagerly with NumPy, or recorded into the active trace.
     Records an autograd Node when grad mode is on and an input requires grad."""
+    if _profiler is not None:  # tg.autograd.profiler.profile is recording
+        return _profiler.record_op(_dispatch, op, inputs, attrs)
+    return _dispatch(op, *inputs, **attrs)
+
+
+def _dispatch(op: OpDef, *inputs, **attrs):
     shape, dtype = op.infer(*inputs, **attrs)
     tracer = _trace.current_tracer()
     if tracer is not None:
@@ -92,6 +99,7 @@ def dispatch(op: OpDef, *inputs, **attrs):
 # Bound at the end of package import (tracegrad/__init__.py calls _bind) to avoid import
 # cycles without paying for an import statement on every dispatch.
 _trace = _Tensor = _OpNode = _forward_ad = None
+_profiler = None  # the profiler module while a profile is active (set by it)
 
 
 def _bind():

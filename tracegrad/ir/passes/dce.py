@@ -1,4 +1,15 @@
-"""Dead-code elimination: drop nodes whose values reach no output and no write-back."""
+"""Dead-code elimination: drop nodes whose values reach no output and no write-back.
+Inputs are kept (a program's inputs are bound by position).
+
+>>> import tracegrad as tg
+>>> def f(x):
+...     unused = x.exp()
+...     return x + 1
+>>> print(tg.compile(f, backend="interpreter").inspect(tg.ones(2)).graph)
+f(%0:f32[2] arg x):
+  %1:f32[2] = add %0 1.0:f32
+  return %1
+"""
 from __future__ import annotations
 
 

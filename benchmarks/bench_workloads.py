@@ -1,0 +1,180 @@
+"""tracegrad ``backend="c"`` against its peers on the workloads of ../shared/BENCHMARKS.md,
+side by side in one process, with ratios (the machines are shared and noisy: ratios measured
+together mean more than absolute times).
+
+    python benchmarks/bench_workloads.py [--workloads tiny,custom,chain,medium,compile]
+                                         [--steps 50] [--no-torch-compile]
+
+Timing: median of ``--steps`` steps after warm-up. ``compile``: first call of ``tiny`` with an
+empty cache (a fresh cache directory), then in a new process with that warm cache. Peers are
+measured only when installed (PyTorch eager, torch.compile, JAX jit).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+try:
+    import torch
+except ImportError:
+    torch = None
+try:
+    import jax  # noqa: F401
+except ImportError:
+    jax = None
+
+
+def median_time(fn, steps, warmup=3):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+# ----------------------------------------------------------------------------- torch versions
+def torch_step(name, compiled=False):
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    if name == "chain":
+        n = 1 << 22
+        x, a, b = (torch.tensor(rng.standard_normal(n).astype(np.float32), requires_grad=True) for _ in range(3))
+
+        def step():
+            loss = (F.gelu(x * a + b, approximate="tanh") * torch.sigmoid(x)).sum()
+            return torch.autograd.grad(loss, [x, a, b])
+    else:
+        if name in ("tiny", "custom"):
+            batch, feats = 32, 64
+        else:
+            batch, feats = 256, 784
+        xd = torch.tensor(rng.standard_normal((batch, feats)).astype(np.float32))
+        yd = torch.tensor(rng.integers(0, 10, size=batch).astype(np.int64))
+        if name == "tiny":
+            model = nn.Sequential(nn.Linear(64, 128), nn.Tanh(), nn.Linear(128, 128), nn.Tanh(), nn.Linear(128, 10))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        elif name == "medium":
+            model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        else:
+            fc1, fc2 = nn.Linear(64, 128), nn.Linear(128, 10)
+            scale = nn.Parameter(torch.ones(128))
+
+            class Func(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x, y, z):
+                    w = x * z
+                    out = x * y + y * z + w * y
+                    ctx.save_for_backward(x, y, w, out)
+                    ctx.z = z
+                    return out
+
+                @staticmethod
+                def backward(ctx, g):
+                    x, y, w, out = ctx.saved_tensors
+                    return g * (y + y * ctx.z), g * (x + ctx.z + w), None
+
+            def model(v):
+                return fc2(Func.apply(fc1(v).tanh(), scale, 0.5))
+
+            opt = torch.optim.SGD(list(fc1.parameters()) + [scale] + list(fc2.parameters()), lr=0.05)
+
+        def inner():
+            opt.zero_grad()
+            loss = F.cross_entropy(model(xd), yd)
+            loss.backward()
+            opt.step()
+            return loss
+
+        step = inner
+    if compiled:
+        step = torch.compile(step)
+    return step
+
+
+def tg_step(name):
+    import workloads
+
+    step, args = workloads.WORKLOADS[name]("c")
+    return lambda: step(*args), step
+
+
+# ----------------------------------------------------------------------------- compile time
+COMPILE_SCRIPT = r"""
+import json, sys, time
+sys.path.insert(0, {here!r})
+import workloads
+step, args = workloads.make_tiny("c")
+t = time.perf_counter(); step(*args); dt = time.perf_counter() - t
+print(json.dumps({{"first_call": dt, "hit": step.programs[0].executable.cache_hit}}))
+"""
+
+
+def compile_times():
+    d = tempfile.mkdtemp(prefix="tg-bench-cache-")
+    env = dict(os.environ, TRACEGRAD_CACHE_DIR=d, PYTHONPATH=str(HERE.parent))
+    out = []
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", COMPILE_SCRIPT.format(here=str(HERE))], env=env,
+                           capture_output=True, text=True, check=True)
+        out.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workloads", default="tiny,custom,chain,medium,compile")
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--no-torch-compile", action="store_true")
+    args = ap.parse_args(argv)
+    names = args.workloads.split(",")
+    rows = []
+    for name in names:
+        if name == "compile":
+            cold, warm = compile_times()
+            rows.append(("compile (tiny first call)", f"cold {cold['first_call']*1e3:.0f} ms", f"warm {warm['first_call']*1e3:.0f} ms", "", "", ""))
+            print(rows[-1], flush=True)
+            continue
+        steps = args.steps if name != "chain" and name != "medium" else max(10, args.steps // 5)
+        fn, _ = tg_step(name)
+        t_tg = median_time(fn, steps)
+        t_eager = t_comp = None
+        if torch is not None:
+            torch.set_num_threads(os.cpu_count() or 1)
+            t_eager = median_time(torch_step(name), steps)
+            if not args.no_torch_compile:
+                t_comp = median_time(torch_step(name, compiled=True), steps)
+        fmt = lambda t: "-" if t is None else f"{t*1e3:.3f} ms"  # noqa: E731
+        ratio = lambda t: "-" if t is None else f"{t_tg / t:.2f}"  # noqa: E731
+        rows.append((name, fmt(t_tg), fmt(t_eager), ratio(t_eager), fmt(t_comp), ratio(t_comp)))
+        print(rows[-1], flush=True)
+    print()
+    print("| workload | tracegrad c | torch eager | c / eager | torch.compile | c / compile |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    if jax is None:
+        print("\n(jax not installed: no jax.jit column)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""The workloads of ../shared/BENCHMARKS.md as tracegrad training steps (also used by tests).
+
+Each ``make_<name>(backend)`` returns ``(step, args)``: call ``step(*args)`` for one training
+step; ``params`` of the step are reachable for checks via ``step.params``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import tracegrad as tg
+import tracegrad.nn.functional as F
+from tracegrad.autograd import Function
+from tracegrad.autograd.function import once_differentiable
+
+
+def _data(batch, features, classes, seed=0):
+    rng = np.random.default_rng(seed)
+    x = tg.from_numpy(rng.standard_normal((batch, features)).astype(np.float32))
+    y = tg.from_numpy(rng.integers(0, classes, size=batch).astype(np.int64))
+    return x, y
+
+
+def _mlp(sizes, act):
+    tg.manual_seed(0)
+    layers = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        layers.append(tg.nn.Linear(a, b))
+        if i < len(sizes) - 2:
+            layers.append(act())
+    return tg.nn.Sequential(*layers)
+
+
+def make_tiny(backend="c", batch=32):
+    model = _mlp([64, 128, 128, 10], tg.nn.Tanh)
+    opt = tg.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = tg.compile(step, backend=backend) if backend else step
+    step.params = list(model.parameters())
+    return step, _data(batch, 64, 10)
+
+
+def make_medium(backend="c", batch=256):
+    model = _mlp([784, 1024, 1024, 10], tg.nn.ReLU)
+    opt = tg.optim.Adam(model.parameters(), lr=1e-3)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = tg.compile(step, backend=backend) if backend else step
+    step.params = list(model.parameters())
+    return step, _data(batch, 784, 10)
+
+
+def _gelu_tanh(v):
+    return F.gelu(v, approximate="tanh")
+
+
+def make_chain(backend="c", n=1 << 22):
+    rng = np.random.default_rng(0)
+    x, a, b = (tg.tensor(rng.standard_normal(n).astype(np.float32), requires_grad=True) for _ in range(3))
+
+    def step(x, a, b):
+        loss = (_gelu_tanh(x * a + b) * x.sigmoid()).sum()
+        return tg.autograd.grad(loss, [x, a, b])
+
+    step = tg.compile(step, backend=backend) if backend else step
+    step.params = [x, a, b]
+    return step, (x, a, b)
+
+
+class ScaleFunc(Function):
+    """The ``save_for_backward`` example of PyTorch's reference: x*y + y*z + (x*z)*y."""
+
+    @staticmethod
+    def forward(ctx, x, y, z):
+        w = x * z
+        out = x * y + y * z + w * y
+        ctx.save_for_backward(x, y, w, out)
+        ctx.z = z
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        x, y, w, out = ctx.saved_tensors
+        z = ctx.z
+        return grad_out * (y + y * z), grad_out * (x + z + w), None
+
+
+def make_custom(backend="c", batch=32):
+    tg.manual_seed(0)
+    fc1, fc2 = tg.nn.Linear(64, 128), tg.nn.Linear(128, 10)
+    scale = tg.nn.Parameter(tg.ones(128))
+    params = list(fc1.parameters()) + [scale] + list(fc2.parameters())
+    opt = tg.optim.SGD(params, lr=0.05)
+
+    def step(x, y):
+        opt.zero_grad()
+        h = ScaleFunc.apply(fc1(x).tanh(), scale, 0.5)
+        loss = F.cross_entropy(fc2(h), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = tg.compile(step, backend=backend) if backend else step
+    step.params = params
+    return step, _data(batch, 64, 10)
+
+
+WORKLOADS = {"tiny": make_tiny, "medium": make_medium, "chain": make_chain, "custom": make_custom}

@@ -1,0 +1,210 @@
+"""The C backend against the interpreter (its oracle): every registry op through its samples,
+forward values and gradients captured in one graph (``tg.autograd.grad`` inside the compiled
+function), plus fusion, views, BLAS, workspace reuse, fallback and hand-written training steps.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+from tracegrad.backends import c as cbackend
+from tracegrad.ops import samples
+from tracegrad.ops.registry import REGISTRY
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+CASES = [(name, k) for name in sorted(REGISTRY) for k in range(len(samples.cases(REGISTRY[name])))
+         if name != "nonzero"]  # nonzero's shape depends on data: it never appears in a graph
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _private_cache(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path_factory.mktemp("tgcache")))
+    yield
+    mp.undo()
+
+
+def _tol(dtype):
+    return dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+
+
+def _step_fn(op, attrs, diff):
+    """out = op(*xs); grads of sum(out * cot) wrt the differentiable inputs, in one graph."""
+    def step(*xs):
+        out = op(*xs, **attrs)
+        if not diff:
+            return out
+        cot = tg.ones(out.shape, dtype=out.dtype) + tg.arange(out.numel(), dtype=out.dtype).reshape(out.shape) * 0.01
+        loss = (out * cot).sum()
+        grads = tg.autograd.grad(loss, [xs[i] for i in diff], allow_unused=True)
+        return out.detach(), grads
+    return step
+
+
+def _run(backend, op, arrays, attrs, diff):
+    xs = [tg.tensor(a.copy(), requires_grad=i in diff) for i, a in enumerate(arrays)]
+    f = tg.compile(_step_fn(op, attrs, diff), backend=backend, fullgraph=True)
+    res = f(*xs)
+    prog = f.programs[0]
+    flat = [res] if not diff else [res[0]] + [g for g in res[1]]
+    return [None if r is None else r.numpy() for r in flat], prog
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name,k", CASES, ids=[f"{n}-{k}" for n, k in CASES])
+def test_registry_op_matches_interpreter(name, k, dtype):
+    op = REGISTRY[name]
+    arrays, attrs = samples.cases(op, dtype)[k]
+    diff = samples.differentiable_positions(op, arrays) if op.differentiable else []
+    want, _ = _run("interpreter", op, arrays, attrs, diff)
+    got, prog = _run("c", op, arrays, attrs, diff)
+    assert type(prog.executable).__name__ == "CExecutable", f"{name} fell back to the interpreter"
+    for w, g in zip(want, got):
+        if w is None:
+            assert g is None
+            continue
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, **_tol(dtype))
+
+
+# ----------------------------------------------------------------------------- structure and kernels
+def _c_and_interp(fn, *arrays, **kw):
+    outs = []
+    for backend in ("c", "interpreter"):
+        ts = [tg.tensor(a) for a in arrays]
+        f = tg.compile(fn, backend=backend, **kw)
+        r = f(*ts)
+        outs.append((r, f))
+    return outs
+
+
+def test_elementwise_chain_and_its_reduction_fuse_into_one_loop():
+    x = np.random.default_rng(0).standard_normal((64, 32)).astype(np.float32)
+    (rc, fc), (ri, _) = _c_and_interp(lambda x: ((x * 2 + 1).tanh() * x.sigmoid()).sum(), x)
+    np.testing.assert_allclose(rc.numpy(), ri.numpy(), rtol=1e-5)
+    kernels = [k for k in fc.programs[0].executable.source.split("/* kernel ")[1:]]
+    assert len(kernels) == 1 and kernels[0].startswith("0: loop")
+
+
+def test_broadcasting_views_and_non_contiguous_inputs():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((3, 1, 5))
+    b = rng.standard_normal((4, 1))
+    big = rng.standard_normal((6, 8))
+
+    def fn(a, b, t):
+        s = t.t()[::2, 1:5]  # strided view of an input
+        return (a + b).exp().sum(dim=(0, 2)), s * 2 + s.flip(0), a.permute(2, 0, 1).reshape(5, 3)
+
+    outs = []
+    for backend in ("c", "interpreter"):
+        t = tg.tensor(big).t()  # a non-contiguous argument: the executable copies it
+        f = tg.compile(fn, backend=backend)
+        outs.append([o.numpy() for o in f(tg.tensor(a), tg.tensor(b), t)])
+    for c_out, i_out in zip(*outs):
+        np.testing.assert_allclose(c_out, i_out, rtol=1e-12)
+
+
+def test_size_zero_shapes():
+    x = np.zeros((0, 3))
+    (rc, _), (ri, _) = _c_and_interp(lambda x: (x.exp().sum(dim=0), x * 2, x.sum()), x)
+    for c_out, i_out in zip(rc, ri):
+        assert c_out.shape == i_out.shape
+        np.testing.assert_array_equal(c_out.numpy(), i_out.numpy())
+
+
+def test_reduction_over_batch_dim_and_transposed_matmul():
+    rng = np.random.default_rng(2)
+    x, g = rng.standard_normal((32, 7)), rng.standard_normal((32, 5))
+    fn = lambda x, g: (g.sum(dim=0), g.amax(dim=0, keepdim=True), (x.t() @ g).t() * 1.5)  # noqa: E731
+    (rc, fc), (ri, _) = _c_and_interp(fn, x, g)
+    for c_out, i_out in zip(rc, ri):
+        np.testing.assert_allclose(c_out.numpy(), i_out.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("blas", [True, False])
+def test_matmul_blas_and_loop_fallback(blas):
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2, 5, 7)).astype(np.float32), rng.standard_normal((7, 3)).astype(np.float32)
+    f = tg.compile(lambda a, b: a @ b, backend="c", options={"blas": blas})
+    out = f(tg.tensor(a), tg.tensor(b)).numpy()
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+    assert (f.programs[0].executable.blas is not None) == (blas and f.programs[0].executable.blas is not None)
+
+
+def test_index_out_of_bounds_raises_the_interpreters_error():
+    f = tg.compile(lambda x, i: x[i], backend="c")
+    x = tg.arange(5.0)
+    assert f(x, tg.tensor([4, 0])).tolist() == [4.0, 0.0]
+    with pytest.raises(IndexError, match="out of bounds"):
+        f(x, tg.tensor([7, 0]))
+
+
+def test_op_without_lowering_falls_back_to_interpreter_with_warning(monkeypatch):
+    from tracegrad.backends.c import kernels
+
+    def refuse(lw, n):
+        raise cbackend.Unsupported("gather", "disabled by the test")
+
+    monkeypatch.setattr(kernels, "gather", refuse)
+    x, i = tg.arange(6.0).reshape(2, 3), tg.tensor([[0, 2, 1]])
+    f = tg.compile(lambda x, i: x.gather(1, i) * 2, backend="c")
+    with pytest.warns(RuntimeWarning, match="gather"):
+        out = f(x, i)
+    assert out.tolist() == [[0.0, 4.0, 2.0]]
+    assert type(f.programs[0].executable).__name__ == "InterpreterExecutable"
+    g = tg.compile(lambda x, i: x.gather(1, i) * 2, backend="c", fullgraph=True)
+    with pytest.raises(tg.CompileError if hasattr(tg, "CompileError") else Exception, match="gather"):
+        g(x, i)
+
+
+def test_fast_math_accuracy():
+    """tg_expf within 3 float32 ulp of the exact exp on [-87, 88]; tg_tanhf within 2e-7 absolute."""
+    x = np.concatenate([np.linspace(-87, 88, 200001), np.linspace(-3, 3, 100001)]).astype(np.float32)
+    e = tg.compile(lambda x: x.exp(), backend="c")(tg.tensor(x)).numpy()
+    want = np.exp(x.astype(np.float64))
+    ulp = np.abs(e.astype(np.float64) - want) / np.spacing(want.astype(np.float32)).astype(np.float64)
+    assert ulp.max() <= 3.0, ulp.max()
+    t = tg.compile(lambda x: x.tanh(), backend="c")(tg.tensor(x)).numpy()
+    assert np.abs(t.astype(np.float64) - np.tanh(x.astype(np.float64))).max() <= 2e-7
+    special = np.array([np.nan, np.inf, -np.inf, 100.0, -100.0, 0.0], np.float32)
+    np.testing.assert_array_equal(tg.compile(lambda x: x.exp(), backend="c")(tg.tensor(special)).numpy(),
+                                  np.array([np.nan, np.inf, 0, np.inf, 0, 1], np.float32))
+    np.testing.assert_array_equal(tg.compile(lambda x: x.tanh(), backend="c")(tg.tensor(special)).numpy(),
+                                  np.array([np.nan, 1, -1, 1, -1, 0], np.float32))
+
+
+# ----------------------------------------------------------------------------- training steps
+@pytest.mark.parametrize("name", ["tiny", "custom", "chain"])
+def test_training_steps_match_interpreter(name):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import workloads
+
+    kw = {"n": 4096} if name == "chain" else {}
+    results = {}
+    for backend in ("interpreter", "c"):
+        step, args = workloads.WORKLOADS[name](backend, **kw)
+        outs = [step(*args) for _ in range(3)]
+        flat = [o for r in outs for o in (r if isinstance(r, (tuple, list)) else [r])]
+        results[backend] = ([o.detach().numpy() for o in flat], [p.detach().numpy().copy() for p in step.params],
+                            type(step.programs[0].executable).__name__)
+    assert results["c"][2] == "CExecutable"
+    for want, got in zip(results["interpreter"][0] + results["interpreter"][1], results["c"][0] + results["c"][1]):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_openmp_loops_match_interpreter():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((64, 1024)).astype(np.float32)  # above the parallel threshold
+    fn = lambda x: ((x * 0.5).tanh().sum(), (x.exp() * x).sum(dim=1), x.sigmoid() * 2)  # noqa: E731
+    got = tg.compile(fn, backend="c", options={"openmp": True})(tg.tensor(x))
+    want = tg.compile(fn, backend="interpreter")(tg.tensor(x))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-3)

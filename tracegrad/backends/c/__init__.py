@@ -1,0 +1,223 @@
+"""The C backend: an IR Graph -> one generated C function -> a shared object loaded with cffi.
+
+``build(graph, options)`` returns an executable ``exe(list_of_input_arrays) -> list of arrays``
+(graph.outputs, then graph.writebacks), like the interpreter's. The generated function is
+``int tg_run(void **args, char *ws)``: ``args`` holds pointers to the input buffers (NumPy
+arrays, no copies unless a caller passes a non-contiguous array), the graph's constants and
+freshly allocated outputs; ``ws`` is the program's one workspace.
+
+Options (``tg.compile(..., options={...})``): ``openmp`` (default False: measured slower on
+the shared 2-core machine, catastrophically so with PyTorch in the process; see
+docs/performance.md), ``native``
+(``-march=native``, default True), ``blas`` (default True), ``cache`` (default True).
+
+Loading is ABI-mode cffi (``ffi.dlopen``): measured on this project's machine, building with
+the plain C compiler costs ~0.1 s where an API-mode extension needs Python headers and
+setuptools (~1 s more), and an ABI call costs ~0.4 us, well inside the per-call budget.
+
+>>> import numpy as np, tracegrad as tg
+>>> f = tg.compile(lambda x: (x * 2).exp().sum(), backend="c")
+>>> round(float(f(tg.zeros(3))), 4)
+3.0
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from .lower import Unsupported  # noqa: F401  (re-exported: compiler.py catches it)
+from .toolchain import CompileFailed, NoCompiler  # noqa: F401
+
+CODEGEN_VERSION = 1
+_ffi = None
+_warned_no_compiler = False
+
+
+def _templates_dir():
+    try:
+        p = importlib.resources.files("tracegrad.codegen_templates")
+        if p.joinpath("program.c.j2").is_file():
+            return Path(str(p))
+    except (ModuleNotFoundError, TypeError):
+        pass
+    return Path(__file__).resolve().parents[3] / "codegen_templates"
+
+
+_SOURCES = ("__init__.py", "lower.py", "kernels.py", "views.py", "memory.py")
+
+
+def _codegen_fingerprint():
+    """Hash of the templates and the lowering code: any change invalidates cached builds."""
+    h = hashlib.sha256(str(CODEGEN_VERSION).encode())
+    tdir = _templates_dir()
+    for name in sorted(os.listdir(tdir)):
+        if name.endswith((".j2", ".h", ".c")):
+            h.update(name.encode() + (tdir / name).read_bytes())
+    here = Path(__file__).parent
+    for name in _SOURCES:
+        h.update((here / name).read_bytes())
+    return h.hexdigest()
+
+
+_fingerprint = None
+
+
+def _ffi_instance():
+    global _ffi
+    if _ffi is None:
+        import cffi
+
+        # OpenMP threads that spin after a parallel loop steal the cores OpenBLAS's threads
+        # need (measured on the medium workload: 50 ms -> 23 ms a step). libgomp reads this
+        # when the first program loads it; a user's own setting wins.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+        ffi = cffi.FFI()
+        ffi.cdef("int tg_run(void **args, char *ws); void tg_set_blas(void *s, void *d, int ilp64, void *threads_local);")
+        _ffi = ffi
+    return _ffi
+
+
+def render(plan, name="graph"):
+    """The C source of a lowered plan (jinja2 templates in codegen_templates/)."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_templates_dir())),
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True)
+    return env.get_template("program.c.j2").render(
+        buffers=plan.buffers, kernels=plan.kernels, name=name, codegen_version=CODEGEN_VERSION)
+
+
+def cache_key(graph, options, flag_list, cc_version):
+    global _fingerprint
+    from ... import __version__
+    from ...cache import make_key
+    from .toolchain import cpu_features
+
+    if _fingerprint is None:
+        _fingerprint = _codegen_fingerprint()
+    ops = sorted({(n.op.name, n.op.version) for n in graph.nodes})
+    return make_key({"ir": str(graph), "ops": ops, "codegen": _fingerprint, "cc": cc_version,
+                     "flags": list(flag_list), "cpu": cpu_features(), "package": __version__,
+                     "options": sorted((k, str(v)) for k, v in (options or {}).items() if k != "fullgraph")})
+
+
+def build(graph, options=None):
+    """Build ``graph`` into a C executable (raises Unsupported for ops without a lowering;
+    without a working compiler: warns once and returns the interpreter's executable)."""
+    global _warned_no_compiler
+    from . import toolchain
+    from .lower import lower
+
+    options = dict(options or {})
+    try:
+        cc_version, flag_list = toolchain.toolchain(openmp=options.get("openmp", False),
+                                                    native=options.get("native", True))
+    except NoCompiler as e:
+        if not _warned_no_compiler:
+            warnings.warn(f"tracegrad: {e}; backend='c' runs programs with the interpreter instead.",
+                          RuntimeWarning, stacklevel=3)
+            _warned_no_compiler = True
+        from .. import interpreter
+
+        return interpreter.build(graph, options)
+    state = {}
+
+    def lowered():
+        if "plan" not in state:
+            state["plan"] = lower(graph, options)
+            state["source"] = render(state["plan"], graph.name)
+        return state["plan"], state["source"]
+
+    def do_build(tmpdir):
+        plan, source = lowered()
+        so = toolchain.compile_shared(source, str(tmpdir), flag_list)
+        meta = {"workspace": plan.workspace, "source": source,
+                "outputs": [[list(s), np.dtype(d).str] for s, d in plan.out_specs]}
+        return so, meta
+
+    key = cache_key(graph, options, flag_list, cc_version)
+    if options.get("cache", True):
+        from ...cache import get_or_build
+
+        # on a miss, lowering runs first: it raises Unsupported before anything is locked
+        so_path, meta, hit = get_or_build(key, do_build, on_miss=lowered)
+    else:
+        import tempfile
+
+        tmp = tempfile.mkdtemp(prefix="tracegrad-nocache-")
+        so_path, meta = do_build(tmp)
+        hit = False
+    return CExecutable(graph, str(so_path), meta, options, cache_hit=hit)
+
+
+class CExecutable:
+    """A loaded program: call it with the input arrays (graph.inputs order)."""
+
+    def __init__(self, graph, so_path, meta, options, cache_hit=False):
+        from .toolchain import blas
+
+        ffi = _ffi_instance()
+        self.graph = graph
+        self.path = so_path
+        self.cache_hit = cache_hit
+        self.source = meta["source"]
+        self._lib = ffi.dlopen(so_path)
+        b = blas() if options.get("blas", True) else None
+        self.blas = b[3] if b else None
+        if b:
+            self._lib.tg_set_blas(ffi.cast("void *", b[0]), ffi.cast("void *", b[1]), b[2],
+                                  ffi.cast("void *", b[4] or 0))
+        else:
+            self._lib.tg_set_blas(ffi.NULL, ffi.NULL, 1, ffi.NULL)
+        self._run = self._lib.tg_run
+        self._in_dtypes = [v.dtype.np for v in graph.inputs]
+        self._n_in = len(graph.inputs)
+        self._consts = [np.ascontiguousarray(c.data, dtype=c.dtype.np) for c in graph.constants()]
+        self._outs = [(tuple(s), np.dtype(d)) for s, d in meta["outputs"]]
+        n_slots = self._n_in + len(self._consts) + len(self._outs)
+        self._ptrs = ffi.new("void *[]", max(n_slots, 1))
+        for k, c in enumerate(self._consts):
+            self._ptrs[self._n_in + k] = ffi.from_buffer(c)
+        self._out0 = self._n_in + len(self._consts)
+        ws = np.empty(meta["workspace"] + 64, np.uint8)
+        addr = ws.ctypes.data
+        self._ws_array = ws
+        self._ws = ffi.cast("char *", addr + (-addr) % 64)
+        self._last = [None] * self._n_in
+        self._from_buffer = ffi.from_buffer
+
+    def __call__(self, inputs):
+        ptrs, last, fb = self._ptrs, self._last, self._from_buffer
+        keep = None
+        for i, a in enumerate(inputs):
+            if a is last[i]:
+                continue
+            if a.dtype != self._in_dtypes[i] or not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a, dtype=self._in_dtypes[i])
+                keep = [] if keep is None else keep
+                keep.append(a)  # a copy: alive for this call only, never cached by identity
+                last[i] = None
+            else:
+                last[i] = a
+            ptrs[i] = fb(a)
+        outs = [np.empty(s, d) for s, d in self._outs]
+        k = self._out0
+        for o in outs:
+            ptrs[k] = fb(o)
+            k += 1
+        if self._run(ptrs, self._ws):
+            self._raise(inputs)
+        return outs
+
+    def _raise(self, inputs):
+        from ..interpreter import run_graph
+
+        run_graph(self.graph, list(inputs))  # raises the interpreter's (PyTorch's) error
+        raise IndexError("index out of bounds in a compiled program")

@@ -1,0 +1,299 @@
+"""Kernels that are not loop nests: matmul (BLAS or loops), arg-reductions, index, nn and
+concatenation primitives. Each function takes the Lowerer and the node, resolves operand views,
+allocates the result and appends a kernel; on bad indices a kernel returns 1 (the executable
+then re-runs the graph in the interpreter, which raises PyTorch's error).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .lower import Unsupported, ctype_of, literal_c
+from .views import View, contiguous_strides
+
+
+def _ptr(view):
+    return f"({view.buf} + {view.offset})" if view.offset else view.buf
+
+
+def _prod(shape):
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _raw(lw, code, views, comment=""):
+    lw.emit({"kind": "raw", "code": code, "comment": comment}, views)
+
+
+def _loops(vars_extents, body, indent="    "):
+    """Nested C for-loops around ``body`` (a list of lines)."""
+    lines = []
+    for depth, (v, e) in enumerate(vars_extents):
+        lines.append(f"{indent}{'  ' * depth}for (int64_t {v} = 0; {v} < {e}; {v}++) {{")
+    pad = indent + "  " * len(vars_extents)
+    lines += [pad + b for b in body]
+    for depth in reversed(range(len(vars_extents))):
+        lines.append(f"{indent}{'  ' * depth}}}")
+    return lines
+
+
+def _block(lines):
+    return "  {\n" + "\n".join(lines) + "\n  }"
+
+
+def _idx(terms):
+    parts = [f"{v}*{s}" if s != 1 else v for v, s in terms if s != 0]
+    return " + ".join(parts) or "0"
+
+
+# ----------------------------------------------------------------------------- matmul
+def matmul(lw, n):
+    a, b = n.inputs
+    out = n.out
+    M, K = a.shape[-2:]
+    N = b.shape[-1]
+    batch = out.shape[:-2]
+    av = lw.resolve(a).broadcast_to(batch + (M, K))
+    bv = lw.resolve(b).broadcast_to(batch + (K, N))
+    nd = len(out.shape)
+    swap = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+    users = lw.consumers.get(id(out), [])
+    if (users and all(u.op.name == "permute" and tuple(u.attrs["dims"]) == swap for u in users)
+            and all(v is not out for v in lw.out_values)):
+        # only read transposed (a weight gradient feeding an update of W[out, in]): compute
+        # out^T = b^T a^T so that readers walk it contiguously
+        store = lw._alloc_work_for_shape(batch + (N, M), out.dtype)
+        lw.views[id(out)] = store.permute(swap)
+        av, bv, ov = bv.permute(swap), av.permute(swap), store
+        M, N = N, M
+    else:
+        ov = lw.output_view(out)
+    ct = ctype_of(out.dtype)
+    bvars = [(f"b{d}", e) for d, e in enumerate(batch)]
+    a_off = " + ".join([str(av.offset)] + [f"{v}*{s}" for (v, _), s in zip(bvars, av.strides[:-2]) if s])
+    b_off = " + ".join([str(bv.offset)] + [f"{v}*{s}" for (v, _), s in zip(bvars, bv.strides[:-2]) if s])
+    o_off = " + ".join(["0"] + [f"{v}*{s}" for (v, _), s in zip(bvars, ov.strides[:-2]) if s])
+    ars, acs = av.strides[-2:]
+    brs, bcs = bv.strides[-2:]
+    if ct in ("float", "double"):
+        body = [f"tg_gemm_{ct}({M}, {N}, {K}, {av.buf} + {a_off}, {ars}, {acs}, "
+                f"{bv.buf} + {b_off}, {brs}, {bcs}, {ov.buf} + {o_off});"]
+    else:  # integer and bool products: plain loops (NumPy semantics: bool is logical or/and)
+        acc = "int64_t"
+        upd = "acc = acc || (A[i*%d + k*%d] && B[k*%d + j*%d]);" if ct == "uint8_t" else \
+              "acc += (int64_t)A[i*%d + k*%d] * (int64_t)B[k*%d + j*%d];"
+        body = [f"const {ct} *A = {av.buf} + {a_off}; const {ct} *B = {bv.buf} + {b_off}; "
+                f"{ct} *C = {ov.buf} + {o_off};",
+                f"for (int64_t i = 0; i < {M}; i++) for (int64_t j = 0; j < {N}; j++) {{",
+                f"  {acc} acc = 0;",
+                f"  for (int64_t k = 0; k < {K}; k++) " + upd % (ars, acs, brs, bcs),
+                f"  C[i*{N} + j] = ({ct})acc;", "}"]
+    _raw(lw, _block(_loops(bvars, body)), [av, bv, ov], "matmul")
+
+
+# ----------------------------------------------------------------------------- argmax / argmin
+def arg_reduce(lw, n):
+    x = n.inputs[0]
+    dim = n.attrs["dim"]
+    xv = lw.contiguous(x)
+    ov = lw.output_view(n.out)
+    shape = x.shape
+    if dim is None:
+        outer, size, inner = 1, _prod(shape), 1
+    else:
+        outer, size, inner = _prod(shape[:dim]), shape[dim], _prod(shape[dim + 1:])
+    cmp = ">" if n.op.name == "argmax" else "<"
+    ct = ctype_of(x.dtype)
+    if x.ndim == 0:
+        _raw(lw, f"  {ov.buf}[0] = 0;", [xv, ov], n.op.name)
+        return
+    body = [f"const {ct} *p = {_ptr(xv)} + o*{size * inner} + i;",
+            f"{ct} best = p[0]; int64_t bi = 0;",
+            f"for (int64_t k = 1; k < {size}; k++) {{",
+            "  if (best != best) break;",
+            f"  const {ct} v = p[k*{inner}];",
+            f"  if (v != v || v {cmp} best) {{ best = v; bi = k; }}",
+            "}",
+            f"{ov.buf}[o*{inner} + i] = bi;"]
+    _raw(lw, _block(_loops([("o", outer), ("i", inner)], body)), [xv, ov], n.op.name)
+
+
+# ----------------------------------------------------------------------------- index family
+def _check_index(idx_ptr, m, size, allow_negative=True):
+    low = f"-{size}" if allow_negative else "0"
+    return [f"for (int64_t j = 0; j < {m}; j++) {{",
+            f"  const int64_t t = {idx_ptr}[j];",
+            f"  if (t < {low} || t >= {size}) return 1;",
+            "}"]
+
+
+def index(lw, n):
+    x, idx = n.inputs
+    dim = n.attrs["dim"]
+    xv, iv = lw.contiguous(x), lw.contiguous(idx)
+    ov = lw.output_view(n.out)
+    outer, size, inner = _prod(x.shape[:dim]), x.shape[dim], _prod(x.shape[dim + 1:])
+    m = _prod(idx.shape)
+    body = _check_index(_ptr(iv), m, size) + _loops(
+        [("o", outer), ("j", m)],
+        [f"int64_t t = {_ptr(iv)}[j]; if (t < 0) t += {size};",
+         f"for (int64_t i = 0; i < {inner}; i++) "
+         f"{ov.buf}[(o*{m} + j)*{inner} + i] = {_ptr(xv)}[(o*{size} + t)*{inner} + i];"], "")
+    _raw(lw, _block(body), [xv, iv, ov], "index")
+
+
+def _scatter_along(lw, n, op):
+    x, idx, src = n.inputs
+    dim = n.attrs["dim"]
+    ov = lw.output_view(n.out)
+    lw._emit_copy(x, ov)
+    iv, sv = lw.contiguous(idx), lw.contiguous(src)
+    outer, size, inner = _prod(x.shape[:dim]), x.shape[dim], _prod(x.shape[dim + 1:])
+    m = _prod(idx.shape)
+    body = _check_index(_ptr(iv), m, size) + _loops(
+        [("o", outer), ("j", m)],
+        [f"int64_t t = {_ptr(iv)}[j]; if (t < 0) t += {size};",
+         f"for (int64_t i = 0; i < {inner}; i++) "
+         f"{ov.buf}[(o*{size} + t)*{inner} + i] {op} {_ptr(sv)}[(o*{m} + j)*{inner} + i];"], "")
+    _raw(lw, _block(body), [iv, sv, ov], n.op.name)
+
+
+def index_add(lw, n):
+    _scatter_along(lw, n, "+=")
+
+
+def index_put(lw, n):
+    _scatter_along(lw, n, "=")
+
+
+def _gather_like(lw, n, scatter):
+    x, idx = n.inputs[0], n.inputs[1]
+    dim = n.attrs["dim"]
+    iv = lw.contiguous(idx)
+    ishape = idx.shape
+    vars_ = [(f"p{d}", e) for d, e in enumerate(ishape)]
+    iflat = _idx(zip([v for v, _ in vars_], contiguous_strides(ishape)))
+    if scatter:
+        ov = lw.output_view(n.out)
+        lw._emit_copy(x, ov)
+        sv = lw.contiguous(n.inputs[2])
+        target, tstrides = ov, contiguous_strides(x.shape)
+        src_idx = _idx(zip([v for v, _ in vars_], contiguous_strides(n.inputs[2].shape)))
+        views = [iv, sv, ov]
+    else:
+        xv = lw.contiguous(x)
+        ov = lw.output_view(n.out)
+        target, tstrides = xv, contiguous_strides(x.shape)
+        views = [xv, iv, ov]
+    size = x.shape[dim] if x.ndim else 1
+    terms = [(v, s) for d, ((v, _), s) in enumerate(zip(vars_, tstrides)) if d != dim]
+    rest = _idx(terms)
+    tstride = tstrides[dim] if x.ndim else 0
+    body = [f"const int64_t t = {_ptr(iv)}[{iflat}];",
+            f"if (t < 0 || t >= {size}) return 1;"]
+    where = f"{rest} + t*{tstride}" if x.ndim else "0"
+    if scatter:
+        body.append(f"{_ptr(target)}[{where}] += {_ptr(sv)}[{src_idx}];")
+    else:
+        body.append(f"{ov.buf}[{iflat}] = {_ptr(target)}[{where}];")
+    _raw(lw, _block(_loops(vars_, body)), views, n.op.name)
+
+
+def gather(lw, n):
+    _gather_like(lw, n, scatter=False)
+
+
+def scatter_add(lw, n):
+    _gather_like(lw, n, scatter=True)
+
+
+def argsort(lw, n):
+    x = n.inputs[0]
+    dim, desc = n.attrs["dim"], bool(n.attrs["descending"])
+    xv = lw.contiguous(x)
+    ov = lw.output_view(n.out)
+    if x.ndim == 0:
+        _raw(lw, f"  {ov.buf}[0] = 0;", [xv, ov], "argsort")
+        return
+    outer, size, inner = _prod(x.shape[:dim]), x.shape[dim], _prod(x.shape[dim + 1:])
+    tmp = lw._work("int64_t", 2 * max(size, 1), 8)
+    tv = View(tmp.name, 0, (2 * size,), (1,))
+    body = [f"tg_argsort_{ctype_of(x.dtype)}({_ptr(xv)} + o*{size * inner} + i, {size}, {inner}, "
+            f"{ov.buf} + o*{size * inner} + i, {inner}, {int(desc)}, {tmp.name});"]
+    _raw(lw, _block(_loops([("o", outer), ("i", inner)], body)), [xv, ov, tv], "argsort")
+
+
+# ----------------------------------------------------------------------------- movement kernels
+def cat(lw, n):
+    dim = n.attrs["dim"]
+    ov = lw.output_view(n.out)
+    start = 0
+    for x in n.inputs:
+        stop = start + x.shape[dim]
+        index = [(0, s, 1) for s in n.out.shape]
+        index[dim] = (start, stop, 1)
+        lw._emit_copy(x, ov.slice(index))
+        start = stop
+
+
+def unslice(lw, n):
+    ov = lw.output_view(n.out)
+    lw._emit_fill(ov, literal_c(0, n.out.dtype))
+    lw._emit_copy(n.inputs[0], ov.slice(n.attrs["index"]))
+
+
+# ----------------------------------------------------------------------------- nn
+def _window_loops(x_shape, a, cols_shape):
+    """Loops over (n, c, kernel row, kernel col, out row, out col) of im2col, with the column
+    index ``col`` and the (clamped) pixel index ``pix``, and ``inside`` (not in the padding)."""
+    from ...ops.nn import _geometry
+
+    (kh, kw), (sh, sw), ((pt, _pb), (pl, _pr)), (dh, dw) = a["kernel"], a["stride"], a["padding"], a["dilation"]
+    N, C, H, W = x_shape
+    L = cols_shape[2]
+    oh, ow = _geometry(H, W, a["kernel"], a["stride"], a["padding"], a["dilation"])
+    loops = [("n", N), ("c", C), ("i", kh), ("j", kw), ("y", oh), ("z", ow)]
+    pre = [f"const int64_t h = y*{sh} - {pt} + i*{dh}, w = z*{sw} - {pl} + j*{dw};",
+           f"const int64_t col = ((n*{C} + c)*{kh * kw} + i*{kw} + j)*{L} + y*{ow} + z;",
+           f"const int inside = h >= 0 && h < {H} && w >= 0 && w < {W};",
+           f"const int64_t pix = ((n*{C} + c)*{H} + (inside ? h : 0))*{W} + (inside ? w : 0);"]
+    return loops, pre
+
+
+def unfold2d(lw, n):
+    x = n.inputs[0]
+    a = n.attrs
+    xv = lw.contiguous(x)
+    ov = lw.output_view(n.out)
+    loops, pre = _window_loops(x.shape, a, n.out.shape)
+    pad = literal_c(a.get("pad_value", 0.0), x.dtype)
+    body = pre + [f"{ov.buf}[col] = inside ? {_ptr(xv)}[pix] : {pad};"]
+    _raw(lw, _block(_loops(loops, body)), [xv, ov], "unfold2d")
+
+
+def fold2d(lw, n):
+    cols = n.inputs[0]
+    a = n.attrs
+    cv = lw.contiguous(cols)
+    ov = lw.output_view(n.out)
+    lw._emit_fill(ov, literal_c(0, n.out.dtype))
+    loops, pre = _window_loops(n.out.shape, a, cols.shape)
+    body = pre + [f"if (inside) {ov.buf}[pix] += {_ptr(cv)}[col];"]
+    _raw(lw, _block(_loops(loops, body)), [cv, ov], "fold2d")
+
+
+def dropout_mask(lw, n):
+    seed = n.inputs[0]
+    sv = lw.contiguous(seed)
+    ov = lw.output_view(n.out)
+    p = float(n.attrs["p"])
+    dt = n.out.dtype
+    scale = literal_c(np.float64(1.0 / (1.0 - p)).astype(dt.np), dt)
+    zero = literal_c(0, dt)
+    total = _prod(n.out.shape)
+    body = [f"const int64_t seed = {_ptr(sv)}[0];",
+            f"for (int64_t e = 0; e < {total}; e++) "
+            f"{ov.buf}[e] = tg_uniform(seed, e) >= {p!r} ? {scale} : {zero};"]
+    _raw(lw, _block(["    " + b for b in body]), [sv, ov], "dropout_mask")
+
+
+def nonzero(lw, n):
+    raise Unsupported("nonzero", "its output shape depends on the data")

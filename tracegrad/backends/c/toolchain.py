@@ -1,0 +1,189 @@
+"""The system C compiler and the BLAS the generated code calls.
+
+The compiler is ``$CC`` or ``cc``; flags are fixed here and are part of the cache key, as are
+the compiler's version and the CPU's features (so ``-march=native`` code is only ever loaded on
+a CPU with the same features). BLAS is found at run time (NumPy's bundled OpenBLAS first) and
+handed to the loaded program as function pointers, so the build never links against it.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+
+BASE_FLAGS = ["-std=gnu11", "-O3", "-fPIC", "-shared", "-fno-math-errno", "-fno-semantic-interposition",
+              "-fopenmp-simd"]
+NATIVE_FLAGS = ["-march=native"]
+OPENMP_FLAGS = ["-fopenmp"]
+
+
+class NoCompiler(Exception):
+    """No working C compiler (the backend warns once and uses the interpreter)."""
+
+
+class CompileFailed(RuntimeError):
+    """The compiler works but rejected generated code: a tracegrad bug (message has the log)."""
+
+
+def compiler():
+    return os.environ.get("CC", "cc")
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_version(cc):
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise NoCompiler(f"C compiler {cc!r} cannot run: {e}") from None
+    if out.returncode != 0:
+        raise NoCompiler(f"C compiler {cc!r} --version failed: {out.stderr.strip()[:200]}")
+    return out.stdout.splitlines()[0] if out.stdout else cc
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_features():
+    """Model and feature flags of this CPU (Linux: /proc/cpuinfo), for the cache key."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = flags = ""
+            for line in f:
+                if line.startswith(("flags", "Features")) and not flags:
+                    flags = line.split(":", 1)[1].strip()
+                elif line.startswith("model name") and not model:
+                    model = line.split(":", 1)[1].strip()
+        return f"{platform.machine()}|{model}|{flags}"
+    except OSError:
+        return f"{platform.machine()}|{platform.processor()}"
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(cc, flags):
+    """Does ``cc`` build a shared object with ``flags``?"""
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "probe.c")
+        with open(src, "w") as f:
+            f.write("#include <math.h>\nint tg_probe(int x) { return x + (int)sqrt(4.0); }\n")
+        try:
+            r = subprocess.run([cc, *flags, src, "-o", os.path.join(d, "probe.so")],
+                               capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return r.returncode == 0
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain(openmp=True, native=True):
+    """(compiler version, flags) for these options. Probing the compiler costs a few
+    subprocesses, so the answer is remembered in the cache directory, keyed by the compiler's
+    path and modification time (a warm start runs no subprocess at all)."""
+    import json
+
+    from ... import cache
+
+    cc = compiler()
+    path = shutil.which(cc)
+    if path is None:
+        raise NoCompiler(f"no C compiler found (looked for {cc!r}; set CC)")
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    ident = f"{real}|{st.st_mtime_ns}|{st.st_size}|{int(openmp)}{int(native)}|{BASE_FLAGS}"
+    memo = cache.cache_dir() / f"toolchain-{cache.make_key(ident)[:16]}.json"
+    try:
+        with open(memo) as f:
+            got = json.load(f)
+        if got.get("ident") == ident:
+            return got["version"], tuple(got["flags"])
+    except (OSError, ValueError):
+        pass
+    version = compiler_version(cc)
+    flag_list = _flags(openmp, native)
+    tmp = memo.with_suffix(f".tmp{os.getpid()}")
+    with open(tmp, "w") as f:
+        json.dump({"ident": ident, "version": version, "flags": list(flag_list)}, f)
+    os.replace(tmp, memo)
+    return version, flag_list
+
+
+def _flags(openmp=True, native=True):
+    """The flags in use: OpenMP and -march=native only when this compiler accepts them."""
+    cc = compiler()
+    base = list(BASE_FLAGS)
+    if not _probe(cc, tuple(base)):
+        raise NoCompiler(f"C compiler {cc!r} cannot build a shared object")
+    if native and _probe(cc, tuple(base + NATIVE_FLAGS)):
+        base += NATIVE_FLAGS
+    if openmp and _probe(cc, tuple(base + OPENMP_FLAGS)):
+        base += OPENMP_FLAGS
+    return tuple(base)
+
+
+def compile_shared(source, workdir, flag_list):
+    """Compile C ``source`` to ``workdir/program.so``; returns its path."""
+    src = os.path.join(workdir, "program.c")
+    out = os.path.join(workdir, "program.so")
+    with open(src, "w") as f:
+        f.write(source)
+    cc = compiler()
+    try:
+        r = subprocess.run([cc, *flag_list, src, "-o", out, "-lm"], capture_output=True, text=True,
+                           timeout=600)
+    except OSError as e:
+        raise NoCompiler(f"C compiler {cc!r} cannot run: {e}") from None
+    if r.returncode != 0:
+        raise CompileFailed(f"{cc} failed on generated code (a tracegrad bug; please report it):\n"
+                            f"{r.stderr[-4000:]}")
+    return out
+
+
+# ----------------------------------------------------------------------------- BLAS
+@functools.lru_cache(maxsize=None)
+def blas():
+    """(sgemm address, dgemm address, ilp64 flag, description, address of
+    openblas_set_num_threads_local or None) or None when no BLAS is found.
+
+    Order: NumPy's bundled OpenBLAS (ILP64, ``scipy_cblas_*64_``), the ``scipy-openblas32``
+    package, a system OpenBLAS/CBLAS.
+    """
+    cands = []
+    try:
+        import numpy
+
+        libs = os.path.join(os.path.dirname(os.path.dirname(numpy.__file__)), "numpy.libs")
+        for p in sorted(glob.glob(os.path.join(libs, "libscipy_openblas64_*.so*"))):
+            cands.append((p, "scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", 1))
+        for p in sorted(glob.glob(os.path.join(os.path.dirname(numpy.__file__), ".dylibs", "libscipy_openblas64_*"))):
+            cands.append((p, "scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", 1))
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        import scipy_openblas32
+
+        d = scipy_openblas32.get_lib_dir()
+        for p in sorted(glob.glob(os.path.join(d, "libscipy_openblas*"))):
+            cands.append((p, "scipy_cblas_sgemm", "scipy_cblas_dgemm", 0))
+    except ImportError:
+        pass
+    import ctypes.util
+
+    for name in ("openblas", "cblas", "blas"):
+        p = ctypes.util.find_library(name)
+        if p:
+            cands.append((p, "cblas_sgemm", "cblas_dgemm", 0))
+    for path, s, d, ilp64 in cands:
+        try:
+            lib = ctypes.CDLL(path)
+            sp, dp = getattr(lib, s), getattr(lib, d)
+        except (OSError, AttributeError):
+            continue
+        try:
+            tl = ctypes.cast(lib.openblas_set_num_threads_local, ctypes.c_void_p).value
+        except AttributeError:
+            tl = None
+        return (ctypes.cast(sp, ctypes.c_void_p).value, ctypes.cast(dp, ctypes.c_void_p).value,
+                ilp64, f"{os.path.basename(path)}:{s}", tl)
+    return None

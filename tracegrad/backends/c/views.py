@@ -1,0 +1,103 @@
+"""Strided views over C buffers: how the C backend reads a value without copying it.
+
+A ``View`` is ``(buf, offset, shape, strides)`` in elements. Movement primitives (reshape of a
+contiguous value, permute, expand, slice, flip) become views, so a consumer reads through index
+arithmetic instead of a copy; broadcasting an operand to a loop's shape sets stride 0.
+
+>>> v = View("b0", 0, (2, 3), contiguous_strides((2, 3)))
+>>> v.permute((1, 0)).strides
+(1, 3)
+>>> v.broadcast_to((4, 2, 3)).strides
+(0, 3, 1)
+"""
+from __future__ import annotations
+
+
+def contiguous_strides(shape):
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+class View:
+    __slots__ = ("buf", "offset", "shape", "strides")
+
+    def __init__(self, buf, offset, shape, strides):
+        self.buf = buf  # C expression of a typed pointer, e.g. "b3"
+        self.offset = offset
+        self.shape = tuple(shape)
+        self.strides = tuple(strides)
+
+    def __repr__(self):
+        return f"View({self.buf}+{self.offset}, {self.shape}, {self.strides})"
+
+    @property
+    def is_contiguous(self):
+        return all(st == c for s, st, c in zip(self.shape, self.strides, contiguous_strides(self.shape))
+                   if s != 1)
+
+    def reshape(self, shape):
+        """A view with the new shape, or None when this view's layout cannot express it."""
+        if self.is_contiguous:
+            return View(self.buf, self.offset, shape, contiguous_strides(shape))
+        return None
+
+    def permute(self, dims):
+        return View(self.buf, self.offset, [self.shape[d] for d in dims], [self.strides[d] for d in dims])
+
+    def broadcast_to(self, shape):
+        lead = len(shape) - len(self.shape)
+        strides = [0] * lead
+        for i, (s, st) in enumerate(zip(self.shape, self.strides)):
+            strides.append(st if s == shape[lead + i] and s != 1 else 0)
+        return View(self.buf, self.offset, shape, strides)
+
+    def slice(self, index):
+        offset, shape, strides = self.offset, [], []
+        for (start, stop, step), st in zip(index, self.strides):
+            n = max(0, (stop - start + step - 1) // step)
+            if n:
+                offset += start * st
+            shape.append(n)
+            strides.append(st * step)
+        return View(self.buf, offset, shape, strides)
+
+    def flip(self, dims):
+        offset, strides = self.offset, list(self.strides)
+        for d in dims:
+            if self.shape[d] > 0:
+                offset += (self.shape[d] - 1) * strides[d]
+            strides[d] = -strides[d]
+        return View(self.buf, offset, self.shape, strides)
+
+    def index(self, loop_vars):
+        """C index expression for this view at loop variables (one per dim, None = 0)."""
+        terms = [str(self.offset)] if self.offset else []
+        for var, st in zip(loop_vars, self.strides):
+            if var is None or st == 0:
+                continue
+            terms.append(var if st == 1 else f"{var}*{st}")
+        return " + ".join(terms) or "0"
+
+
+def coalesce(shape, views, groups=None):
+    """Merge adjacent loop dims that every view walks contiguously (and that belong to the
+    same group, e.g. kept vs reduced); drop size-1 dims. Returns (shape, per-view strides,
+    groups)."""
+    groups = list(groups) if groups is not None else [0] * len(shape)
+    keep = [d for d, s in enumerate(shape) if s != 1]
+    shape = [shape[d] for d in keep]
+    strides = [[v[d] for d in keep] for v in views]
+    groups = [groups[d] for d in keep]
+    d = len(shape) - 2
+    while d >= 0:
+        if groups[d] == groups[d + 1] and all(st[d] == st[d + 1] * shape[d + 1] for st in strides):
+            shape[d] *= shape[d + 1]
+            del shape[d + 1], groups[d + 1]
+            for st in strides:
+                st[d] = st[d + 1]
+                del st[d + 1]
+        d -= 1
+    return shape, strides, groups
