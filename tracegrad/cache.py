@@ -126,6 +126,10 @@ def get_or_build(key, build, on_miss=None):
             tmp_so = Path(tmp) / "publish.so"
             os.replace(built, tmp_so)
             _publish(tmp_so, d / f"{key}.so")
+            if "source" in meta:  # readable copy of the generated C next to the binary
+                tmp_c = Path(tmp) / "publish.c"
+                tmp_c.write_text(meta["source"])
+                _publish(tmp_c, d / f"{key}.c")
             tmp_meta = Path(tmp) / "publish.json"
             with open(tmp_meta, "w") as f:
                 json.dump(meta, f)
@@ -150,6 +154,6 @@ def clear():
     d = cache_dir()
     n = len(entries(d))
     for p in list(d.iterdir()) if d.is_dir() else []:
-        if p.suffix in (".so", ".json", ".lock") and p.is_file():
+        if p.suffix in (".so", ".json", ".lock", ".c") and p.is_file():
             p.unlink(missing_ok=True)
     return n

@@ -120,7 +120,8 @@ def run(backend="c", epochs=3, batch=32, quiet=False):
           "inside it, nothing is saved across calls)")
     location = getattr(prog.executable, "path", None)
     if location:
-        print(f"generated C: {location}")
+        source = os.path.splitext(location)[0] + ".c"
+        print(f"generated C: {source if os.path.exists(source) else location}")
     else:
         print(f"generated code: backend {prog.backend!r} (see compiled.inspect(x, y).source)")
     return acc

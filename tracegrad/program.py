@@ -137,11 +137,15 @@ class Program:
         graph = self.forward if self.forward is not None else self.graph
         n_out, n_wb = len(self.graph.outputs), len(graph.writebacks)
         n_all = len(graph.outputs)
-        outs = _distinct(results[:n_out], arrays)
         saved = results[n_out:n_all]
-        # a write-back may read storage another write-back overwrites (a swap): copy first
-        wbs = [np.array(a, copy=True) if _alias_of(a, arrays) is not None else a
-               for a in results[n_all:n_all + n_wb]]
+        if getattr(self.executable, "fresh_results", False):
+            # every result is a new buffer (the C backend): nothing can alias the inputs
+            outs, wbs = results[:n_out], results[n_all:n_all + n_wb]
+        else:
+            outs = _distinct(results[:n_out], arrays)
+            # a write-back may read storage another write-back overwrites (a swap): copy first
+            wbs = [np.array(a, copy=True) if _alias_of(a, arrays) is not None else a
+                   for a in results[n_all:n_all + n_wb]]
         _apply_writebacks(cap, wbs, flat_args, graph, arrays)
         out_tensors = [Tensor._make(a, v.dtype) for a, v in zip(outs, self.graph.outputs)]
         if self.forward is not None:
@@ -178,8 +182,9 @@ class Program:
             t = flat_args[b.ref] if b.kind == "arg" else b.ref
             edges.append(gradient_edge(t))
         checks = []
+        fresh = getattr(self.executable, "fresh_results", False)
         for a in saved:  # saved arrays in user storage: remember the owner's version
-            k = _alias_of(a, arrays)
+            k = None if fresh else _alias_of(a, arrays)
             checks.append(versions[k] if k is not None else None)
         node = CompiledBackward(self, saved, checks, edges, out_tensors)
         for nr, (k, _) in enumerate(cap.diff_outputs):

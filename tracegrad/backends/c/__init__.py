@@ -83,15 +83,18 @@ def _ffi_instance():
     return _ffi
 
 
-def render(plan, name="graph"):
-    """The C source of a lowered plan (jinja2 templates in codegen_templates/)."""
+def render(plan, name="graph", export=None):
+    """The C source of a lowered plan (jinja2 templates in codegen_templates/). ``export``
+    (a C identifier, used by tg.export) renders ``static int <export>_run(args, ws)`` without
+    the loader-only ``tg_set_blas`` and its mutable globals (BLAS then comes from -DTG_BLAS)."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_templates_dir())),
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
     return env.get_template("program.c.j2").render(
-        buffers=plan.buffers, kernels=plan.kernels, name=name, codegen_version=CODEGEN_VERSION)
+        buffers=plan.buffers, kernels=plan.kernels, name=name, codegen_version=CODEGEN_VERSION,
+        export=export or "")
 
 
 def cache_key(graph, options, flag_list, cc_version):
@@ -159,6 +162,8 @@ def build(graph, options=None):
 
 class CExecutable:
     """A loaded program: call it with the input arrays (graph.inputs order)."""
+
+    fresh_results = True  # every result is written into a new np.empty buffer
 
     def __init__(self, graph, so_path, meta, options, cache_hit=False):
         from .toolchain import blas
