@@ -30,6 +30,7 @@ __version__ = "0.1.0"
 
 is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731
 from .compiler import compile, explain  # noqa: A004
+from .export import export  # noqa: E402  (tg.export: a standalone C library)
 from . import compiler
 from . import nn, optim
 from .checkpoint import load, load_checkpoint, save, save_checkpoint

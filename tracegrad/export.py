@@ -1,0 +1,292 @@
+"""``tg.export``: ahead-of-time export of a captured function as a standalone C library.
+
+The function is captured as ``tg.compile(..., fullgraph=True)`` would capture it (a graph break
+raises CompileError), lowered by the C backend (the same lowering and templates, rendered
+without the Python-only runtime bits) and wrapped in the ABI of ../shared/API.md:
+
+    int <name>(const tg_tensor *inputs, int32_t n_inputs, tg_tensor *outputs, int32_t n_outputs);
+    const char *<name>_last_error(void);
+
+Inputs: the tensor arguments in order, then the lifted tensors (parameters, optimizer state,
+existing ``.grad`` tensors the function reads without receiving them). Outputs: the flattened
+results, then the new value of every tensor the function updated (parameters after an
+optimizer step, in-place modified arguments, assigned ``.grad``). Non-tensor arguments are
+baked into the code. See docs/export.md.
+
+>>> import tracegrad as tg
+>>> ep = tg.export(lambda x: (x * x).sum(), tg.ones(3), name="sumsq")
+>>> ep.signature["inputs"][0]
+('x', (3,), 'float32')
+>>> ep.signature["outputs"][0]
+('result', (), 'float32')
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+
+from . import pytree
+
+_ENUM = {"f32": ("TG_FLOAT32", "float32"), "f64": ("TG_FLOAT64", "float64"),
+         "i64": ("TG_INT64", "int64"), "i32": ("TG_INT32", "int32"), "b8": ("TG_BOOL", "bool")}
+
+
+class TensorSpec:
+    """One input or output of an exported function: ``name``, ``shape``, ``dtype`` (tracegrad
+    DType), ``role`` ("argument", "lifted", "result", "updated") and its position."""
+
+    def __init__(self, kind, index, name, shape, dtype, role):
+        self.kind, self.index, self.name = kind, index, name
+        self.shape, self.dtype, self.role = tuple(int(s) for s in shape), dtype, role
+        if dtype.short not in _ENUM:
+            raise NotImplementedError(f"tg.export: dtype {dtype.name} of {kind} {name!r} has no C ABI code")
+        self.enum, self.dtype_name = _ENUM[dtype.short]
+        self.numel = int(np.prod(self.shape, dtype=np.int64))
+        self.nbytes = self.numel * dtype.itemsize
+        self.shape_c = ", ".join(map(str, self.shape))
+        self.type_str = f"{self.dtype_name}[{self.shape_c}]"
+        self.name_c = name.replace("\\", "\\\\").replace('"', '\\"')
+        self.macro = None  # set by ExportedProgram (unique C macro prefix)
+        self.source = None  # () -> the current array of the user tensor behind it
+
+    def __repr__(self):
+        return f"TensorSpec({self.kind} {self.index}: {self.name} {self.type_str}, {self.role})"
+
+
+def export(fn, *example_args, backend="c", name=None, dynamic=False, split=False, **example_kwargs):
+    """Capture ``fn(*example_args)`` and return an :class:`ExportedProgram`.
+
+    >>> import tracegrad as tg
+    >>> W = tg.ones(2, 3, requires_grad=True)
+    >>> def loss_and_grad(x):
+    ...     loss = (x @ W).square().sum()
+    ...     return loss, tg.autograd.grad(loss, W)[0]
+    >>> ep = tg.export(loss_and_grad, tg.ones(4, 2))
+    >>> [n for n, _, _ in ep.signature["inputs"]], [n for n, _, _ in ep.signature["outputs"]]
+    (['x', 'W'], ['result[0]', 'result[1]'])
+    """
+    if backend != "c":
+        raise ValueError(f"tg.export: backend must be 'c', got {backend!r}")
+    if dynamic:
+        raise NotImplementedError("tg.export(dynamic=True): exported libraries have static shapes; "
+                                  "export once per shape you need (name=... keeps them apart)")
+    if split:
+        raise NotImplementedError("tg.export(split=True) (separate forward and backward kernels) is "
+                                  "not implemented; export the loss-and-gradients function instead")
+    name = name or getattr(fn, "__name__", None) or "exported"
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name.startswith("tg_"):
+        raise ValueError(f"tg.export: name {name!r} is not a usable C identifier (letters, digits, _; "
+                         "not starting with tg_); pass name=...")
+    graph, inputs, outputs = _capture(fn, example_args, example_kwargs, name)
+    return ExportedProgram(name, graph, inputs, outputs)
+
+
+def _capture(fn, args, kwargs, name):
+    """Trace with fullgraph semantics, optimise, and order inputs/outputs for the ABI."""
+    from .compiler import CompileError, _prune_inputs
+    from .ir import passes, trace
+    from .ir.capture import trace_function
+
+    try:
+        cap = trace_function(fn, args, kwargs, name=name)
+    except trace.GraphBreak as gb:
+        where = f" at {gb.where}" if gb.where else ""
+        raise CompileError(f"tg.export: graph break in {name}: {gb.reason}{where}") from None
+    cap.tracer = None  # no differentiation pass: the C caller gets values, not autograd graphs
+    g = cap.graph
+    passes.optimize(g)
+    _prune_inputs(g, cap, [])
+    if cap.actions:
+        kinds = sorted({a[0] for a in cap.actions})
+        raise CompileError(f"tg.export: {name} sets .grad to {' / '.join(kinds)} (no tensor data to "
+                           "export); return gradients instead, or call zero_grad() before backward")
+    arg_input = {b.ref: k for k, b in enumerate(cap.bindings) if b.kind == "arg"}
+    results = []
+    for leaf_no, (kind, ref) in enumerate(cap.out_leaves):
+        if kind == "value":
+            results.append(g.outputs[ref])
+        elif kind == "arg" and ref in arg_input:
+            results.append(g.inputs[arg_input[ref]])
+        else:
+            raise CompileError(f"tg.export: result {leaf_no} of {name} is not a tensor computed by the "
+                               f"function ({type(ref).__name__ if kind == 'python' else 'an argument'}); "
+                               "exported functions return tensors")
+    g.outputs = results
+    g.saved = []
+    g.renumber()
+    in_specs = []
+    for k, (b, v) in enumerate(zip(cap.bindings, g.inputs)):
+        if b.kind == "arg":
+            nm, role = cap.arg_names[b.ref], "argument"
+        elif b.kind == "seed":
+            nm, role = "seed", "random seed (int64 scalar)"
+        else:
+            nm, role = cap.naming.of((b.kind, b.ref)), "lifted"
+        in_specs.append(TensorSpec("in", k, nm, v.shape, v.dtype, role))
+    out_names = ["result"] if len(results) == 1 else [f"result[{k}]" for k in range(len(results))]
+    out_specs = [TensorSpec("out", k, out_names[k], v.shape, v.dtype, "result")
+                 for k, v in enumerate(results)]
+    # updated values follow the order of their inputs (then new .grad tensors), so that the
+    # j-th updated lifted input is easy to find; the lowering sees the same order
+    in_pos = {t.name: k for k, t in enumerate(in_specs)}
+    named = [(re.sub(r"\s*(<-|=)$", "", desc), v, desc, target)
+             for (v, desc), target in zip(g.writebacks, cap.writebacks)]
+    named.sort(key=lambda e: in_pos.get(e[0], len(in_pos)))  # stable: the rest keep their order
+    g.writebacks = [(v, desc) for _, v, desc, _ in named]
+    for nm, v, _, _ in named:
+        out_specs.append(TensorSpec("out", len(out_specs), nm, v.shape, v.dtype, "updated"))
+    flat = pytree.flatten((args, kwargs))[0]
+    for t, b in zip(in_specs, cap.bindings):
+        t.source = (lambda b=b: _binding_array(b.kind, b.ref, flat))
+    for t, (_, _, _, (kind, ref)) in zip(out_specs[len(results):], named):
+        t.source = (lambda kind=kind, ref=ref: _binding_array(kind, ref, flat))
+    return g, in_specs, out_specs
+
+
+def _binding_array(kind, ref, flat):
+    """The current array of the user tensor behind an input binding or write-back target."""
+    if kind == "seed":
+        return np.zeros((), np.int64)
+    if kind == "set_grad":  # ref is ("arg_grad", i) or (kind, the tensor whose .grad is set)
+        kind, ref = ref
+        if kind != "arg_grad":
+            return ref._grad._value
+    if kind in ("arg", "arg_grad"):
+        t = flat[ref]
+        return (t._grad if kind == "arg_grad" else t)._value
+    return (ref._grad if kind == "grad" else ref)._value
+
+
+def _c_values(arr, dtype):
+    """Exact C initializer text for a constant array."""
+    flat = np.asarray(arr, dtype=dtype.np).reshape(-1)
+    if flat.size == 0:
+        return "0"
+    if dtype.is_floating_point:
+        suffix = "f" if dtype.short == "f32" else ""
+        out = []
+        for x in flat.tolist():
+            if x != x:
+                out.append("NAN")
+            elif x in (float("inf"), float("-inf")):
+                out.append("INFINITY" if x > 0 else "-INFINITY")
+            else:
+                out.append(float(x).hex() + suffix)
+        return ", ".join(out)
+    if dtype.short == "i64":
+        return ", ".join("(-INT64_C(9223372036854775807) - 1)" if x == -2**63 else f"INT64_C({x})"
+                         for x in flat.tolist())
+    return ", ".join(str(int(x)) for x in flat.tolist())
+
+
+class ExportedProgram:
+    """The result of :func:`export`: ``name``, ``signature`` ({"inputs": [(name, shape,
+    dtype name)], "outputs": [...]}), ``inputs``/``outputs`` (TensorSpec lists), ``graph`` (the
+    IR), ``workspace`` (bytes per call) and ``files()`` / ``save(directory)``."""
+
+    def __init__(self, name, graph, inputs, outputs):
+        from .backends import c
+        from .backends.c.lower import lower
+        from .compiler import CompileError
+
+        self.name, self.graph, self.inputs, self.outputs = name, graph, inputs, outputs
+        try:
+            # openmp=True only adds pragmas; the Makefile's OPENMP switch decides whether they act
+            self.plan = lower(graph, {"openmp": True})
+        except c.Unsupported as e:
+            raise CompileError(f"tg.export: the C backend cannot compile {name}: {e}") from None
+        self.kernel = c.render(self.plan, graph.name, export=name)
+        self.workspace = self.plan.workspace
+        used = set()
+        for t in inputs + outputs:
+            base = f"{name.upper()}_{'IN' if t.kind == 'in' else 'OUT'}_" + \
+                   (re.sub(r"[^A-Za-z0-9]+", "_", t.name).strip("_").upper() or str(t.index))
+            macro = base if base not in used else f"{base}_{t.index}"
+            used.add(macro)
+            t.macro = macro
+
+    @property
+    def signature(self):
+        return {"inputs": [(t.name, t.shape, t.dtype_name) for t in self.inputs],
+                "outputs": [(t.name, t.shape, t.dtype_name) for t in self.outputs]}
+
+    def example_inputs(self):
+        """The current values of the tensors bound to the inputs (arguments as given to export,
+        parameters and optimizer state as they are now): feed them to the C function to start
+        where Python is."""
+        return [np.array(t.source(), copy=True) for t in self.inputs]
+
+    def updated_values(self):
+        """The current values of the tensors behind the "updated" outputs (after an eager call
+        of the function these are what the C function returns in those positions)."""
+        return [np.array(t.source(), copy=True) for t in self.outputs if t.role == "updated"]
+
+    def __str__(self):
+        lines = [f"ExportedProgram {self.name} (C ABI, workspace {self.workspace} bytes)"]
+        lines += [f"  input  {t.index}: {t.name}: {t.type_str} ({t.role})" for t in self.inputs]
+        lines += [f"  output {t.index}: {t.name}: {t.type_str} ({t.role})" for t in self.outputs]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def example_c(self):
+        """A complete C program that calls the library once and prints the outputs."""
+        ct = {"f32": "float", "f64": "double", "i64": "int64_t", "i32": "int32_t", "b8": "uint8_t"}
+        n = self.name
+        lines = ["#include <stdio.h>", "#include <stdlib.h>", f'#include "{n}.h"', "",
+                               "int main(void) {"]
+        for group, specs in (("in", self.inputs), ("out", self.outputs)):
+            for t in specs:
+                c = ct[t.dtype.short]
+                lines.append(f"  /* {group}put {t.index}: {t.name} {t.type_str} */")
+                lines.append(f"  static const int64_t {group}{t.index}_shape[] = {t.macro}_SHAPE;")
+                lines.append(f"  {c} *{group}{t.index} = ({c} *)calloc({t.macro}_NUMEL + 1, sizeof({c}));")
+                if group == "in" and t.dtype.is_floating_point:
+                    lines.append(f"  for (int64_t i = 0; i < {t.macro}_NUMEL; i++) in{t.index}[i] = "
+                                 f"({c})(0.01 * (double)(i % 17));")
+        for group, specs in (("in", self.inputs), ("out", self.outputs)):
+            items = ", ".join(f"{{{group}{t.index}, {t.macro}_DTYPE, {t.macro}_NDIM, {group}{t.index}_shape}}"
+                              for t in specs) or "{0}"
+            lines.append(f"  tg_tensor {group}puts[] = {{{items}}};")
+        lines += [f"  if ({n}(inputs, {n.upper()}_N_INPUTS, outputs, {n.upper()}_N_OUTPUTS) != 0) {{",
+                  f'    fprintf(stderr, "%s\\n", {n}_last_error());', "    return 1;", "  }"]
+        for t in self.outputs:
+            fmt, cast = ("%g", "(double)") if t.dtype.is_floating_point else ("%lld", "(long long)")
+            lines.append(f'  printf("{t.name_c}[0] = {fmt}\\n", {cast}out{t.index}[0]);')
+        lines += [f"  free({g}{t.index});" for g, s in (("in", self.inputs), ("out", self.outputs)) for t in s]
+        lines += ["  return 0;", "}"]
+        return "\n".join(lines)
+
+    def files(self):
+        """{file name: text} of the library directory."""
+        import jinja2
+
+        from .backends.c import _templates_dir
+
+        env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_templates_dir())),
+                                 trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                                 undefined=jinja2.StrictUndefined)
+        consts = [{"ctype": c.dtype.c_type, "count": max(int(np.prod(c.shape, dtype=np.int64)), 1),
+                   "values": _c_values(c.data, c.dtype)} for c in self.graph.constants()]
+        ctx = dict(name=self.name, NAME=self.name.upper(), graph_name=self.graph.name,
+                   inputs=self.inputs, outputs=self.outputs, workspace=self.workspace,
+                   kernel=self.kernel, consts=consts, kind="",
+                   n_slots=max(len(self.inputs) + len(consts) + len(self.outputs), 1))
+        n = self.name
+        return {f"{n}.h": env.get_template("export_header.h.j2").render(ctx),
+                f"{n}.c": env.get_template("export_wrapper.c.j2").render(ctx),
+                "Makefile": env.get_template("export_Makefile.j2").render(ctx),
+                "CMakeLists.txt": env.get_template("export_CMakeLists.txt.j2").render(ctx),
+                "README.md": env.get_template("export_README.md.j2").render(ctx, example=self.example_c()),
+                "example.c": self.example_c() + "\n"}
+
+    def save(self, directory):
+        """Write the library's sources into ``directory`` (created if needed); returns its path."""
+        os.makedirs(directory, exist_ok=True)
+        for fname, text in self.files().items():
+            with open(os.path.join(directory, fname), "w") as f:
+                f.write(text)
+        return str(directory)
+
