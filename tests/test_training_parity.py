@@ -51,25 +51,35 @@ def batches(kind, steps, seed=0):
         yield x, y
 
 
-def assert_same_training(kind, build, loss_name, make_ours, make_theirs, steps):
+def assert_same_training(kind, build, loss_name, make_ours, make_theirs, steps, backend=None):
+    """``backend`` None trains eagerly; otherwise the whole step (zero_grad, forward, loss,
+    backward, optimizer step) is one tg.compile'd program (fullgraph: no silent fallback)."""
     torch.manual_seed(0)
     theirs = build(torch.nn)
     ours = copy_weights(build(nn), theirs)
     opt, ref = make_ours(ours.parameters()), make_theirs(theirs.parameters())
     loss_t, loss_g = getattr(torch.nn, loss_name)(), getattr(nn, loss_name)()
+
+    def our_step(x, y):
+        opt.zero_grad()
+        loss = loss_g(ours(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step_fn = our_step if backend is None else tg.compile(our_step, backend=backend, fullgraph=True)
     for step, (x, y) in enumerate(batches(kind, steps)):
         ref.zero_grad()
         lt = loss_t(theirs(torch.tensor(x)), torch.tensor(y))
         lt.backward()
         ref.step()
-        opt.zero_grad()
-        lg = loss_g(ours(tg.tensor(x)), tg.tensor(y))
-        lg.backward()
-        opt.step()
+        lg = step_fn(tg.tensor(x), tg.tensor(y))
         np.testing.assert_allclose(lg.item(), lt.item(), rtol=RTOL, atol=ATOL, err_msg=f"loss at step {step}")
         for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
             np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=RTOL, atol=ATOL,
                                        err_msg=f"{name} after step {step}")
+    if backend is not None:
+        assert len(step_fn.programs) == 1, [p.guards for p in step_fn.programs]
 
 
 OPTIMIZERS = {
@@ -83,16 +93,23 @@ OPTIMIZERS = {
 }
 
 
+BACKENDS = [None, "interpreter", "c"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", list(OPTIMIZERS))
-def test_mlp_training_matches_torch(name):
+def test_mlp_training_matches_torch(name, backend):
     make_ours, make_theirs = OPTIMIZERS[name]
-    assert_same_training("mlp", mlp, "CrossEntropyLoss", make_ours, make_theirs, steps=30)
+    assert_same_training("mlp", mlp, "CrossEntropyLoss", make_ours, make_theirs, steps=30,
+                         backend=backend)
 
 
-@pytest.mark.parametrize("name", ["sgd_momentum", "adam"])
-def test_convnet_training_matches_torch(name):
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", ["sgd_momentum", "adam", "adamw"])
+def test_convnet_training_matches_torch(name, backend):
     make_ours, make_theirs = OPTIMIZERS[name]
-    assert_same_training("conv", convnet, "CrossEntropyLoss", make_ours, make_theirs, steps=20)
+    assert_same_training("conv", convnet, "CrossEntropyLoss", make_ours, make_theirs, steps=20,
+                         backend=backend)
 
 
 def test_embedding_bce_training_matches_torch():

@@ -28,3 +28,39 @@ def inspect(argv):
     from .ir.inspect_cmd import main
 
     return main(argv)
+
+
+def export(argv):
+    """python -m tracegrad export path/to/file.py:function --arg x=f32[32,64] ... -o DIR [--name N]
+    [--build]: export the function as a standalone C library (see docs/export.md)."""
+    import argparse
+    import subprocess
+    import sys
+
+    import tracegrad as tg
+    from .ir.inspect_cmd import _bind, load_target, parse_arg
+
+    ap = argparse.ArgumentParser(prog="python -m tracegrad export",
+                                 description="Export a function as a standalone C library.")
+    ap.add_argument("target", help="path/to/file.py:function")
+    ap.add_argument("--arg", action="append", default=[], metavar="NAME=SPEC",
+                    help="an argument: x=f32[32,64] (a tensor; :grad to require grad) or n=3")
+    ap.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write")
+    ap.add_argument("--name", help="C name of the function (default: the Python name)")
+    ap.add_argument("--build", action="store_true", help="also run make in DIR")
+    opts = ap.parse_args(argv)
+    try:
+        fn = load_target(opts.target)
+        named = dict(parse_arg(a, seed=k) for k, a in enumerate(opts.arg))
+        args, kwargs = _bind(fn, named)
+        ep = tg.export(fn, *args, name=opts.name, **kwargs)
+    except (ValueError, FileNotFoundError, AttributeError, TypeError, NotImplementedError,
+            tg.compiler.CompileError) as exc:
+        print(f"tracegrad export: {exc}", file=sys.stderr)
+        return 2
+    ep.save(opts.output)
+    print(ep)
+    print(f"wrote {opts.output} (build it with: make -C {opts.output})")
+    if opts.build:
+        return subprocess.run(["make", "-C", opts.output]).returncode
+    return 0

@@ -180,6 +180,9 @@ class CompiledFunction:
         if self._eager:
             return self.fn(*args, **kwargs)
         flat, _ = pytree.flatten((args, kwargs))
+        blocked = self._autograd_state_blocker(flat, args, kwargs)
+        if blocked is not None:  # checked before the cache: a stored program would ignore it
+            return self._run_eager_once(blocked, args, kwargs)
         enabled = grad_mode.is_grad_enabled()
         reasons = []
         for k, prog in enumerate(self.programs):
@@ -209,6 +212,34 @@ class CompiledFunction:
         self.programs.append(prog)
         _log("cache", "%s: compiled program %d", self.__name__, len(self.programs))
         return prog.run(flat)
+
+    def _autograd_state_blocker(self, flat, args, kwargs):
+        """Why autograd state outside the arguments' guards (custom saved-tensor hooks, anomaly
+        mode, forward-AD tangents on the arguments or on lifted tensors) forbids running a
+        compiled program for this call, or None."""
+        from .autograd import anomaly, forward_ad, saved_hooks
+        from .tensor import Tensor
+
+        reason = saved_hooks.compile_blocker() or anomaly.compile_blocker()
+        if reason is None and forward_ad._state is not None:
+            from .ir.capture import _arg_names
+
+            names = _arg_names(self.fn, args, kwargs, len(flat))
+            tensors = [(x, f"argument {names[i]}") for i, x in enumerate(flat) if isinstance(x, Tensor)]
+            tensors += [(e.tensor, "a tensor the function reads from outside")
+                        for p in self.programs for e in p.capture.lifted]
+            reason = forward_ad.compile_blocker([t for t, _ in tensors], [n for _, n in tensors])
+        return reason
+
+    def _run_eager_once(self, reason, args, kwargs):
+        """This call runs eagerly (later calls may compile again); fullgraph=True raises."""
+        msg = f"tg.compile: graph break in {self.__name__}: {reason}"
+        self.breaks.append((reason, None))
+        if self.fullgraph:
+            raise CompileError(msg)
+        _log("breaks", "%s", msg)
+        warnings.warn(msg + "; running this call eagerly.", RuntimeWarning, stacklevel=3)
+        return self.fn(*args, **kwargs)
 
     def _capture(self, args, kwargs):
         try:

@@ -269,7 +269,7 @@ class ExportedProgram:
                                  trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                                  undefined=jinja2.StrictUndefined)
         consts = [{"ctype": c.dtype.c_type, "count": max(int(np.prod(c.shape, dtype=np.int64)), 1),
-                   "values": _c_values(c.data, c.dtype)} for c in self.graph.constants()]
+                   "init": _c_values(c.data, c.dtype)} for c in self.graph.constants()]
         ctx = dict(name=self.name, NAME=self.name.upper(), graph_name=self.graph.name,
                    inputs=self.inputs, outputs=self.outputs, workspace=self.workspace,
                    kernel=self.kernel, consts=consts, kind="",

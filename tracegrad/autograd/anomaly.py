@@ -84,6 +84,16 @@ class set_detect_anomaly:
         _set(self.prev, self.prev_check_nan)
 
 
+def compile_blocker():
+    """Why ``tg.compile`` runs a call eagerly in anomaly mode, or None. A compiled backward is
+    one node: it can neither name the op that produced a NaN nor show its forward traceback, so
+    anomaly mode (a debugging mode) runs the function eagerly, checked at every call."""
+    if _enabled:
+        return ("anomaly detection is enabled (its per-op NaN checks and forward tracebacks need "
+                "eager autograd nodes)")
+    return None
+
+
 # ----------------------------------------------------------------------------- engine hooks
 def record_forward_trace(node):
     """Called when a Node is created: remember the user's stack (tracegrad frames dropped)."""

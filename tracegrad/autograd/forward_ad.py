@@ -109,6 +109,19 @@ def _tangent(t):
     return fw[1]
 
 
+def compile_blocker(tensors, names):
+    """Why ``tg.compile`` runs a call eagerly because a tensor it reads carries a tangent at the
+    active dual level, or None. Programs are traced on plain symbolic tensors: the tangent would
+    be dropped silently. (Dual tensors made inside the compiled function are traced fine.)"""
+    if _state is None:
+        return None
+    for t, name in zip(tensors, names):
+        if _tangent(t) is not None:
+            return (f"{name} is a forward-AD dual tensor (make_dual): compiled programs do not "
+                    "propagate the tangents of tensors passed in")
+    return None
+
+
 def _set_tangent(t, tangent):
     t._fw_grad = (_state, tangent)
     _state.duals.append(weakref.ref(t))

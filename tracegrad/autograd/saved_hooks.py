@@ -50,7 +50,33 @@ def current_hooks():
     if message is not None:
         raise RuntimeError(message)
     pack, unpack = stack[-1]
+    if not getattr(pack, "_tg_transparent", False):
+        from ..ir import trace
+
+        trace.graph_break(CUSTOM_HOOKS_REASON)  # a no-op unless tg.compile is tracing
     return _checked_pack(pack), unpack
+
+
+CUSTOM_HOOKS_REASON = (
+    "saved_tensors_hooks are active: their pack/unpack hooks are arbitrary Python that a compiled "
+    "program cannot run on the tensors it saves (save_on_cpu is transparent and compiles)")
+
+
+def compile_blocker():
+    """Why ``tg.compile`` must run a call eagerly under the current saved-tensor hooks, or None.
+
+    A compiled program keeps its saved values itself, so hooks are only safe to ignore when they
+    are transparent (``save_on_cpu`` on the CPU). Checked at every call, not just when tracing,
+    because a program traced without hooks is reused when hooks are entered later."""
+    stack = getattr(_state, "stack", None)
+    if not stack:
+        return None
+    if _disabled_message() is not None:
+        return ("saved-tensor hooks are active inside disable_saved_tensors_hooks (eager raises "
+                "its message when a tensor is saved)")
+    if all(getattr(pack, "_tg_transparent", False) for pack, _ in stack):
+        return None
+    return CUSTOM_HOOKS_REASON
 
 
 def _checked_pack(pack):
@@ -107,6 +133,9 @@ class save_on_cpu(saved_tensors_hooks):
         def unpack_from_cpu(packed):
             _device, tensor = packed
             return tensor
+
+        # no copy and no side effect: tg.compile may ignore this pair (see compile_blocker)
+        pack_to_cpu._tg_transparent = True
 
         super().__init__(pack_to_cpu, unpack_from_cpu)
         self.pin_memory = pin_memory

@@ -103,6 +103,11 @@ class Tracer:
         t._value = self.value_of(fresh)
 
     def _lift(self, t):
+        from ..autograd import forward_ad
+
+        if forward_ad._tangent(t) is not None:  # its tangent would be dropped silently
+            graph_break("the function reads a forward-AD dual tensor (make_dual) from outside: "
+                        "compiled programs do not propagate the tangents of tensors passed in")
         where = self._grad_owner.get(id(t), ("data", t))
         label = "lifted" if where[0] == "data" else "lifted grad"
         value = self.graph.add_input(tuple(t.shape), t.dtype, label)

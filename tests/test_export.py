@@ -1,0 +1,373 @@
+"""tg.export: a standalone C library built with plain `make`, driven by a C program written here.
+
+Three functions (a forward pass, loss-and-gradients via tg.autograd.grad, an SGD training step of
+a small MLP) are exported, built with `make` (BLAS=0; BLAS=1 when a system cblas exists), linked
+into a C driver and compared with eager tracegrad. The driver also checks the validation errors,
+in-place parameter updates (outputs aliasing inputs), two threads calling at once, and runs under
+AddressSanitizer.
+"""
+import ctypes.util
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+import tracegrad.nn as nn
+from tracegrad.compiler import CompileError
+
+pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None or shutil.which("make") is None,
+                                reason="needs a C compiler and make")
+CC = os.environ.get("CC", "cc")
+CT = {"f32": "float", "f64": "double", "i64": "int64_t", "i32": "int32_t", "b8": "uint8_t"}
+
+
+def driver_source(ep):
+    """A C driver for ``ep``: modes run / steps K / bad / threads over in<i>.bin files."""
+    n, ins, outs = ep.name, ep.inputs, ep.outputs
+    in_names = {t.name: t.index for t in ins}
+    alias = [in_names.get(t.name, -1) if t.role == "updated" else -1 for t in outs]
+
+    def table(specs, tag):
+        rows = []
+        for t in specs:
+            shape = ", ".join(map(str, t.shape)) or "0"
+            rows.append(f"static int64_t {tag}_shape{t.index}[] = {{{shape}}};")
+        rows.append(f"static const int {tag}_dt[] = {{{', '.join(t.enum for t in specs)}}};")
+        rows.append(f"static const int {tag}_nd[] = {{{', '.join(str(len(t.shape)) for t in specs)}}};")
+        rows.append(f"static const size_t {tag}_bytes[] = {{{', '.join(str(t.nbytes) for t in specs)}}};")
+        rows.append(f"static int64_t *{tag}_shape[] = {{{', '.join(f'{tag}_shape{t.index}' for t in specs)}}};")
+        return "\n".join(rows)
+
+    return f"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "{n}.h"
+#define NI {len(ins)}
+#define NO {len(outs)}
+{table(ins, "in")}
+{table(outs, "out")}
+static const int alias[] = {{{', '.join(map(str, alias))}}};
+static void *in_data[NI];
+
+static void *xmalloc(size_t n) {{ void *p = malloc(n + 8); memset(p, 0, n + 8); return p; }}
+static void load(const char *dir) {{
+  char path[4096];
+  for (int i = 0; i < NI; i++) {{
+    snprintf(path, sizeof path, "%s/in%d.bin", dir, i);
+    FILE *f = fopen(path, "rb");
+    in_data[i] = xmalloc(in_bytes[i]);
+    if (!f || fread(in_data[i], 1, in_bytes[i], f) != in_bytes[i]) {{ fprintf(stderr, "read %s\\n", path); exit(3); }}
+    fclose(f);
+  }}
+}}
+static void save(const char *dir, void **outs) {{
+  char path[4096];
+  for (int j = 0; j < NO; j++) {{
+    snprintf(path, sizeof path, "%s/out%d.bin", dir, j);
+    FILE *f = fopen(path, "wb"); fwrite(outs[j], 1, out_bytes[j], f); fclose(f);
+  }}
+}}
+static int call(void **ins, void **outs) {{
+  tg_tensor ti[NI], to[NO];
+  for (int i = 0; i < NI; i++) {{ ti[i].data = ins[i]; ti[i].dtype = in_dt[i]; ti[i].ndim = in_nd[i]; ti[i].shape = in_shape[i]; }}
+  for (int j = 0; j < NO; j++) {{ to[j].data = outs[j]; to[j].dtype = out_dt[j]; to[j].ndim = out_nd[j]; to[j].shape = out_shape[j]; }}
+  return {n}(ti, NI, to, NO);
+}}
+static void **fresh_outs(void) {{
+  void **o = malloc(sizeof(void *) * NO);
+  for (int j = 0; j < NO; j++) o[j] = xmalloc(out_bytes[j]);
+  return o;
+}}
+static void **ref_outs;
+static void *worker(void *arg) {{
+  long bad = 0;
+  void **o = fresh_outs();
+  for (int r = 0; r < 200; r++) {{
+    if (call(in_data, o)) bad++;
+    for (int j = 0; j < NO; j++) if (memcmp(o[j], ref_outs[j], out_bytes[j])) bad++;
+  }}
+  for (int j = 0; j < NO; j++) free(o[j]);
+  free(o);
+  return (void *)bad;
+}}
+int main(int argc, char **argv) {{
+  const char *mode = argv[1], *dir = argv[2];
+  load(dir);
+  if (!strcmp(mode, "run")) {{
+    void **o = fresh_outs();
+    if (call(in_data, o)) {{ printf("error: %s\\n", {n}_last_error()); return 1; }}
+    save(dir, o);
+    for (int j = 0; j < NO; j++) free(o[j]);
+    free(o);
+  }} else if (!strcmp(mode, "steps")) {{  /* updated parameters written over their inputs */
+    int k = atoi(argv[3]);
+    void **o = fresh_outs();
+    for (int j = 0; j < NO; j++) if (alias[j] >= 0) {{ free(o[j]); o[j] = in_data[alias[j]]; }}
+    for (int s = 0; s < k; s++) if (call(in_data, o)) {{ printf("error: %s\\n", {n}_last_error()); return 1; }}
+    save(dir, o);
+  }} else if (!strcmp(mode, "bad")) {{
+    void **o = fresh_outs();
+    for (int j = 0; j < NO; j++) memset(o[j], 0xAB, out_bytes[j]);
+    int64_t saved = in_shape[0][0];
+    in_shape[0][0] = saved + 1;
+    int rc = call(in_data, o);
+    in_shape[0][0] = saved;
+    printf("shape rc=%d msg=%s\\n", rc, {n}_last_error());
+    tg_tensor none[1];
+    rc = {n}(none, NI + 1, none, NO);
+    printf("count rc=%d msg=%s\\n", rc, {n}_last_error());
+    int wrong = in_dt[0] == TG_FLOAT64 ? TG_FLOAT32 : TG_FLOAT64;
+    tg_tensor ti[NI], to[NO];
+    for (int i = 0; i < NI; i++) {{ ti[i].data = in_data[i]; ti[i].dtype = i ? in_dt[i] : wrong; ti[i].ndim = in_nd[i]; ti[i].shape = in_shape[i]; }}
+    for (int j = 0; j < NO; j++) {{ to[j].data = o[j]; to[j].dtype = out_dt[j]; to[j].ndim = out_nd[j]; to[j].shape = out_shape[j]; }}
+    rc = {n}(ti, NI, to, NO);
+    printf("dtype rc=%d msg=%s\\n", rc, {n}_last_error());
+    int untouched = 1;
+    for (int j = 0; j < NO; j++) for (size_t b = 0; b < out_bytes[j]; b++) untouched &= ((unsigned char *)o[j])[b] == 0xAB;
+    printf("untouched=%d\\n", untouched);
+  }} else if (!strcmp(mode, "threads")) {{
+    ref_outs = fresh_outs();
+    if (call(in_data, ref_outs)) return 1;
+    pthread_t t[2];
+    void *bad[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, worker, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], &bad[i]);
+    printf("threads bad=%ld\\n", (long)bad[0] + (long)bad[1]);
+  }}
+  for (int i = 0; i < NI; i++) free(in_data[i]);
+  return 0;
+}}
+"""
+
+
+def build(ep, directory, blas=False):
+    """Save, `make`, and link the driver; returns the driver's path."""
+    d = str(directory)
+    ep.save(d)
+    subprocess.run(["make", "-s", "-C", d] + (["BLAS=1"] if blas else []), check=True,
+                   capture_output=True, text=True)
+    with open(os.path.join(d, "driver.c"), "w") as f:
+        f.write(driver_source(ep))
+    exe = os.path.join(d, "driver")
+    subprocess.run([CC, "-O1", "-o", exe, os.path.join(d, "driver.c"), "-I", d,
+                    os.path.join(d, f"lib{ep.name}.a"), "-lm", "-pthread"]
+                   + (_blas_libs() if blas else []), check=True, capture_output=True, text=True)
+    return exe
+
+
+def _blas_libs():
+    return ["-lopenblas"] if ctypes.util.find_library("openblas") else ["-lcblas"]
+
+
+def run_driver(exe, directory, arrays, *mode):
+    d = str(directory)
+    for i, a in enumerate(arrays):
+        np.ascontiguousarray(a).tofile(os.path.join(d, f"in{i}.bin"))
+    r = subprocess.run([exe, mode[0], d, *mode[1:]], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def read_outputs(ep, directory):
+    return [np.fromfile(os.path.join(str(directory), f"out{j}.bin"), t.dtype.np).reshape(t.shape)
+            for j, t in enumerate(ep.outputs)]
+
+
+def assert_close(got, want, rtol=1e-4, atol=1e-5):
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(g, np.asarray(w), rtol=rtol, atol=atol, err_msg=f"output {k}")
+
+
+# ----------------------------------------------------------------------------- the three functions
+def make_forward():
+    tg.manual_seed(1)
+    W, b = tg.randn(6, 5), tg.randn(5)
+
+    def forward(x):
+        h = (x @ W + b).tanh()
+        return h.exp().sum(dim=1), h.amax(dim=0)
+    return forward, (tg.randn(4, 6),)
+
+
+def make_loss_and_grads():
+    tg.manual_seed(2)
+    W = tg.randn(6, 3, requires_grad=True)
+    b = tg.randn(3, requires_grad=True)
+
+    def loss_and_grads(x, y):
+        loss = ((x @ W + b).sigmoid() - y).square().mean()
+        gW, gb = tg.autograd.grad(loss, [W, b])
+        return loss, gW, gb
+    return loss_and_grads, (tg.randn(8, 6, dtype=tg.float64).float(), tg.rand(8, 3))
+
+
+def make_train_step():
+    tg.manual_seed(3)
+    model = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 3))
+    opt = tg.optim.SGD(model.parameters(), lr=0.1)
+
+    def train_step(x, y):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    x = tg.randn(10, 5)
+    y = tg.tensor(np.arange(10) % 3)
+    train_step(x, y)  # one eager step first: .grad tensors exist, zero_grad sets them to None
+    return train_step, (x, y)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = {}
+    for make in (make_forward, make_loss_and_grads, make_train_step):
+        fn, args = make()
+        ep = tg.export(fn, *args)
+        d = tmp_path_factory.mktemp(ep.name)
+        out[ep.name] = (fn, args, ep, d, build(ep, d))
+    return out
+
+
+def test_forward_matches_eager(built):
+    fn, args, ep, d, exe = built["forward"]
+    assert [n for n, _, _ in ep.signature["inputs"]] == ["x", "W", "b"]  # lifted after the arguments
+    run_driver(exe, d, ep.example_inputs(), "run")
+    assert_close(read_outputs(ep, d), [r.numpy() for r in fn(*args)])
+
+
+def test_loss_and_grads_match_eager(built):
+    fn, args, ep, d, exe = built["loss_and_grads"]
+    assert ep.signature["inputs"] == [("x", (8, 6), "float32"), ("y", (8, 3), "float32"),
+                                      ("W", (6, 3), "float32"), ("b", (3,), "float32")]
+    run_driver(exe, d, ep.example_inputs(), "run")
+    assert_close(read_outputs(ep, d), [r.numpy() for r in fn(*args)])
+
+
+def test_train_step_matches_eager(built):
+    fn, args, ep, d, exe = built["train_step"]
+    roles = [t.role for t in ep.outputs]
+    assert roles[0] == "result" and set(roles[1:]) == {"updated"}
+    assert [t.name for t in ep.outputs[1:5]] == [t.name for t in ep.inputs[2:6]]  # params in input order
+    inputs = ep.example_inputs()
+    loss = fn(*args)  # eager: updates the model in place
+    run_driver(exe, d, inputs, "run")
+    got = read_outputs(ep, d)
+    assert_close(got, [loss.numpy()] + ep.updated_values())
+    # in place: parameters passed as their own outputs, three steps in C vs three eager steps
+    inputs = ep.example_inputs()
+    losses = [fn(*args) for _ in range(3)]
+    run_driver(exe, d, inputs, "steps", "3")
+    got = read_outputs(ep, d)
+    assert_close(got, [losses[-1].numpy()] + ep.updated_values())
+
+
+def test_wrong_inputs_are_rejected_before_writing(built):
+    fn, args, ep, d, exe = built["loss_and_grads"]
+    out = run_driver(exe, d, ep.example_inputs(), "bad")
+    lines = dict(line.split(" ", 1) for line in out.strip().splitlines() if " " in line)
+    assert lines["shape"].startswith("rc=1 ") and "input 0 (x): expected shape [8, 6], given [9, 6]" in lines["shape"]
+    assert "expected 4 inputs and 3 outputs, given 5 inputs and 3 outputs" in lines["count"]
+    assert "input 0 (x): expected dtype float32, given float64" in lines["dtype"]
+    assert "untouched=1" in out
+
+
+def test_two_threads_at_once(built):
+    fn, args, ep, d, exe = built["train_step"]
+    assert "threads bad=0" in run_driver(exe, d, ep.example_inputs(), "threads")
+
+
+def _asan_works(tmp):
+    src = os.path.join(tmp, "probe.c")
+    with open(src, "w") as f:
+        f.write("int main(void) { return 0; }\n")
+    r = subprocess.run([CC, "-fsanitize=address", src, "-o", os.path.join(tmp, "probe")], capture_output=True)
+    return r.returncode == 0 and subprocess.run([os.path.join(tmp, "probe")]).returncode == 0
+
+
+def test_driver_clean_under_asan(built, tmp_path):
+    if not _asan_works(str(tmp_path)):
+        pytest.skip("no AddressSanitizer")
+    for name in ("loss_and_grads", "train_step"):
+        fn, args, ep, d, _ = built[name]
+        exe = os.path.join(str(d), "driver_asan")
+        subprocess.run([CC, "-g", "-O1", "-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-o", exe,
+                        os.path.join(str(d), "driver.c"), os.path.join(str(d), f"{ep.name}.c"), "-I", str(d),
+                        "-lm", "-pthread"], check=True, capture_output=True, text=True)
+        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="halt_on_error=1")
+        for mode in (["run"], ["bad"], ["steps", "2"]):
+            inputs = ep.example_inputs()
+            for i, a in enumerate(inputs):
+                a.tofile(os.path.join(str(d), f"in{i}.bin"))
+            r = subprocess.run([exe, mode[0], str(d), *mode[1:]], capture_output=True, text=True, env=env, timeout=60)
+            assert r.returncode == 0 and "ERROR" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+
+
+def test_blas_build(built, tmp_path):
+    fn, args, ep, d, _ = built["loss_and_grads"]
+    if ctypes.util.find_library("openblas") is None and ctypes.util.find_library("cblas") is None:
+        # no system cblas to link: still check the BLAS=1 code compiles and calls cblas
+        ep.save(str(tmp_path))
+        subprocess.run(["make", "-s", "-C", str(tmp_path), "BLAS=1", f"lib{ep.name}.a"], check=True,
+                       capture_output=True, text=True)
+        syms = subprocess.run(["nm", str(tmp_path / f"lib{ep.name}.a")], capture_output=True, text=True).stdout
+        assert "U cblas_sgemm" in syms
+        pytest.skip("no system cblas to link (compiled BLAS=1 only)")
+    exe = build(ep, tmp_path, blas=True)
+    run_driver(exe, tmp_path, ep.example_inputs(), "run")
+    assert_close(read_outputs(ep, tmp_path), [r.numpy() for r in fn(*args)])
+
+
+def test_directory_contents_and_readme(built):
+    fn, args, ep, d, _ = built["train_step"]
+    names = set(os.listdir(str(d)))
+    assert {"train_step.h", "train_step.c", "Makefile", "CMakeLists.txt", "README.md",
+            "libtrain_step.so", "libtrain_step.a"} <= names
+    readme = open(os.path.join(str(d), "README.md")).read()
+    assert "model.0.weight" in readme and "int main(void)" in readme
+    header = open(os.path.join(str(d), "train_step.h")).read()
+    assert "#define TRAIN_STEP_IN_MODEL_0_WEIGHT_SHAPE { 16, 5 }" in header
+    # the shared library exports only the ABI (plus nothing Python-only)
+    syms = subprocess.run(["nm", "-D", "--defined-only", os.path.join(str(d), "libtrain_step.so")],
+                          capture_output=True, text=True).stdout
+    exported = {line.split()[-1] for line in syms.splitlines() if " T " in line}
+    assert exported == {"train_step", "train_step_last_error"}
+    assert "train_step" in str(ep) and "model.0.weight" in str(ep)
+
+
+def test_readme_example_compiles_and_runs(built):
+    fn, args, ep, d, _ = built["forward"]
+    exe = os.path.join(str(d), "example")
+    subprocess.run([CC, os.path.join(str(d), "example.c"), "-I", str(d), os.path.join(str(d), "libforward.a"),
+                    "-lm", "-o", exe], check=True, capture_output=True, text=True)
+    r = subprocess.run([exe], capture_output=True, text=True)
+    assert r.returncode == 0 and "result[0][0] =" in r.stdout
+
+
+def test_errors():
+    with pytest.raises(CompileError, match="graph break"):
+        tg.export(lambda x: x * 2 if x.sum() > 0 else x, tg.ones(3), name="brk")
+    with pytest.raises(NotImplementedError, match="dynamic=True"):
+        tg.export(lambda x: x, tg.ones(3), name="d", dynamic=True)
+    with pytest.raises(NotImplementedError, match="split=True"):
+        tg.export(lambda x: x, tg.ones(3), name="s", split=True)
+    with pytest.raises(ValueError, match="C identifier"):
+        tg.export(lambda x: x * 2, tg.ones(3))
+
+
+def test_cli_export(tmp_path):
+    from tracegrad import cli
+
+    src = tmp_path / "fns.py"
+    src.write_text("def affine(x, scale):\n    return (x * scale + 1).relu()\n")
+    out = tmp_path / "lib"
+    assert cli.export([f"{src}:affine", "--arg", "x=f32[4,3]", "--arg", "scale=2.0", "-o", str(out)]) == 0
+    header = (out / "affine.h").read_text()
+    assert "int affine(const tg_tensor *inputs" in header and "AFFINE_IN_X_SHAPE { 4, 3 }" in header
+    assert cli.export([f"{src}:affine", "--arg", "x=f32[4,3]", "-o", str(out)]) == 2  # missing scale
