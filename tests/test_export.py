@@ -110,6 +110,8 @@ int main(int argc, char **argv) {{
     for (int j = 0; j < NO; j++) if (alias[j] >= 0) {{ free(o[j]); o[j] = in_data[alias[j]]; }}
     for (int s = 0; s < k; s++) if (call(in_data, o)) {{ printf("error: %s\\n", {n}_last_error()); return 1; }}
     save(dir, o);
+    for (int j = 0; j < NO; j++) if (alias[j] < 0) free(o[j]);
+    free(o);
   }} else if (!strcmp(mode, "bad")) {{
     void **o = fresh_outs();
     for (int j = 0; j < NO; j++) memset(o[j], 0xAB, out_bytes[j]);
@@ -130,6 +132,8 @@ int main(int argc, char **argv) {{
     int untouched = 1;
     for (int j = 0; j < NO; j++) for (size_t b = 0; b < out_bytes[j]; b++) untouched &= ((unsigned char *)o[j])[b] == 0xAB;
     printf("untouched=%d\\n", untouched);
+    for (int j = 0; j < NO; j++) free(o[j]);
+    free(o);
   }} else if (!strcmp(mode, "threads")) {{
     ref_outs = fresh_outs();
     if (call(in_data, ref_outs)) return 1;
@@ -138,6 +142,8 @@ int main(int argc, char **argv) {{
     for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, worker, NULL);
     for (int i = 0; i < 2; i++) pthread_join(t[i], &bad[i]);
     printf("threads bad=%ld\\n", (long)bad[0] + (long)bad[1]);
+    for (int j = 0; j < NO; j++) free(ref_outs[j]);
+    free(ref_outs);
   }}
   for (int i = 0; i < NI; i++) free(in_data[i]);
   return 0;
@@ -239,7 +245,7 @@ def test_forward_matches_eager(built):
     fn, args, ep, d, exe = built["forward"]
     assert [n for n, _, _ in ep.signature["inputs"]] == ["x", "W", "b"]  # lifted after the arguments
     run_driver(exe, d, ep.example_inputs(), "run")
-    assert_close(read_outputs(ep, d), [r.numpy() for r in fn(*args)])
+    assert_close(read_outputs(ep, d), [r.detach().numpy() for r in fn(*args)])
 
 
 def test_loss_and_grads_match_eager(built):
@@ -247,7 +253,7 @@ def test_loss_and_grads_match_eager(built):
     assert ep.signature["inputs"] == [("x", (8, 6), "float32"), ("y", (8, 3), "float32"),
                                       ("W", (6, 3), "float32"), ("b", (3,), "float32")]
     run_driver(exe, d, ep.example_inputs(), "run")
-    assert_close(read_outputs(ep, d), [r.numpy() for r in fn(*args)])
+    assert_close(read_outputs(ep, d), [r.detach().numpy() for r in fn(*args)])
 
 
 def test_train_step_matches_eager(built):
@@ -259,13 +265,13 @@ def test_train_step_matches_eager(built):
     loss = fn(*args)  # eager: updates the model in place
     run_driver(exe, d, inputs, "run")
     got = read_outputs(ep, d)
-    assert_close(got, [loss.numpy()] + ep.updated_values())
+    assert_close(got, [loss.detach().numpy()] + ep.updated_values())
     # in place: parameters passed as their own outputs, three steps in C vs three eager steps
     inputs = ep.example_inputs()
     losses = [fn(*args) for _ in range(3)]
     run_driver(exe, d, inputs, "steps", "3")
     got = read_outputs(ep, d)
-    assert_close(got, [losses[-1].numpy()] + ep.updated_values())
+    assert_close(got, [losses[-1].detach().numpy()] + ep.updated_values())
 
 
 def test_wrong_inputs_are_rejected_before_writing(built):
@@ -321,7 +327,7 @@ def test_blas_build(built, tmp_path):
         pytest.skip("no system cblas to link (compiled BLAS=1 only)")
     exe = build(ep, tmp_path, blas=True)
     run_driver(exe, tmp_path, ep.example_inputs(), "run")
-    assert_close(read_outputs(ep, tmp_path), [r.numpy() for r in fn(*args)])
+    assert_close(read_outputs(ep, tmp_path), [r.detach().numpy() for r in fn(*args)])
 
 
 def test_directory_contents_and_readme(built):

@@ -326,6 +326,10 @@ class _Range:
 
 def record_op(run, op, inputs, attrs):
     """Called by ``registry.dispatch`` while profiling: time ``run(op, *inputs, **attrs)``."""
+    from ..ir import trace
+
+    if trace.current_tracer() is not None:  # tg.compile is recording this op, not running it
+        return run(op, *inputs, **attrs)
     shapes = [list(t.shape) for t in inputs]
     r = _Range(op.name, shapes, "cpu_op")
     try:

@@ -203,7 +203,8 @@ def _finish(cap, tracer, graph, result, sym_args, fn, flat):
 
 
 def _training_flags(module):
-    return lambda: tuple(m.training for m in module.modules())
+    mods = list(module.modules())  # walked once: the guard runs on every call
+    return lambda: tuple(m.training for m in mods)
 
 
 class _Naming:
