@@ -153,7 +153,7 @@ def _grad_with_hooks(fn, a, count):
     a.grad = None
     with saved_tensors_hooks(pack, unpack):
         fn(a).backward()
-    return a.grad.numpy()
+    return a.grad.numpy().copy()
 
 
 def test_custom_hooks_run_eagerly_even_after_a_program_exists():
