@@ -370,3 +370,21 @@ def test_allow_mutation_errors_like_torch():
         out.backward()
 
     both_raise(backward_outside)
+
+
+def test_pack_hook_that_runs_ops_does_not_reenter_itself():
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (tg, torch):
+        calls = []
+
+        def pack(t):
+            calls.append(1)
+            return t * 1.0
+
+        a = lib.ones(3, requires_grad=True)
+        with lib.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            y = (a * a).sum()
+        y.backward()
+        results.append((len(calls), a.grad.tolist()))
+    assert results[0] == results[1]

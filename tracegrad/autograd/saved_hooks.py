@@ -82,7 +82,12 @@ def compile_blocker():
 def _checked_pack(pack):
     def checked(tensor):
         version = tensor._version
-        packed = pack(tensor)
+        # ops inside the hook may save tensors themselves: they must not re-enter the hook
+        stack, _state.stack = _stack(), []
+        try:
+            packed = pack(tensor)
+        finally:
+            _state.stack = stack
         if tensor._version != version:
             raise RuntimeError(PACK_INPLACE_MESSAGE)
         return packed
