@@ -361,8 +361,8 @@ def test_errors():
         tg.export(lambda x: x * 2 if x.sum() > 0 else x, tg.ones(3), name="brk")
     with pytest.raises(NotImplementedError, match="dynamic=True"):
         tg.export(lambda x: x, tg.ones(3), name="d", dynamic=True)
-    with pytest.raises(NotImplementedError, match="split=True"):
-        tg.export(lambda x: x, tg.ones(3), name="s", split=True)
+    with pytest.raises(CompileError, match="split=True"):  # nothing requires grad
+        tg.export(lambda x: x * 2, tg.ones(3), name="s", split=True)
     with pytest.raises(ValueError, match="C identifier"):
         tg.export(lambda x: x * 2, tg.ones(3))
 
@@ -377,3 +377,167 @@ def test_cli_export(tmp_path):
     header = (out / "affine.h").read_text()
     assert "int affine(const tg_tensor *inputs" in header and "AFFINE_IN_X_SHAPE { 4, 3 }" in header
     assert cli.export([f"{src}:affine", "--arg", "x=f32[4,3]", "-o", str(out)]) == 2  # missing scale
+
+
+# ----------------------------------------------------------------------------- split=True
+def split_driver_source(sp):
+    """Runs <name>_forward on in<i>.bin, then <name>_backward on the forward's saved outputs and
+    the incoming gradients g<k>.bin; writes f<j>.bin and b<j>.bin. Mode "bad" gives each entry
+    one wrong shape and prints return code and message."""
+    f, b = sp.forward, sp.backward
+    n_saved = len(f.outputs) - sum(t.role == "result" for t in f.outputs)
+    n_res = len(f.outputs) - n_saved
+
+    def table(specs, tag):
+        rows = [f"static int64_t {tag}_shape{t.index}[] = {{{', '.join(map(str, t.shape)) or '0'}}};"
+                for t in specs]
+        rows.append(f"static tg_tensor {tag}[] = {{{', '.join(f'{{0, {t.enum}, {len(t.shape)}, {tag}_shape{t.index}}}' for t in specs)}}};")
+        rows.append(f"static const size_t {tag}_bytes[] = {{{', '.join(str(t.nbytes) for t in specs)}}};")
+        return "\n".join(rows)
+
+    return f"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "{sp.name}.h"
+{table(f.inputs, "fi")}
+{table(f.outputs, "fo")}
+{table(b.inputs, "bi")}
+{table(b.outputs, "bo")}
+static void *xmalloc(size_t n) {{ void *p = malloc(n + 8); memset(p, 0xAB, n + 8); return p; }}
+static void io(const char *dir, const char *tag, int j, void *buf, size_t n, int write) {{
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s%d.bin", dir, tag, j);
+  FILE *fp = fopen(path, write ? "wb" : "rb");
+  if (!fp || (write ? fwrite(buf, 1, n, fp) : fread(buf, 1, n, fp)) != n) {{ fprintf(stderr, "io %s\\n", path); exit(3); }}
+  fclose(fp);
+}}
+int main(int argc, char **argv) {{
+  const char *dir = argv[2];
+  int bad = !strcmp(argv[1], "bad");
+  for (int i = 0; i < {len(f.inputs)}; i++) {{ fi[i].data = xmalloc(fi_bytes[i]); io(dir, "in", i, fi[i].data, fi_bytes[i], 0); }}
+  for (int j = 0; j < {len(f.outputs)}; j++) fo[j].data = xmalloc(fo_bytes[j]);
+  for (int j = 0; j < {len(b.outputs)}; j++) bo[j].data = xmalloc(bo_bytes[j]);
+  /* the backward reads the forward's saved outputs in place: the same buffers */
+  for (int j = 0; j < {n_saved}; j++) bi[j].data = fo[{n_res} + j].data;
+  for (int k = {n_saved}; k < {len(b.inputs)}; k++) {{ bi[k].data = xmalloc(bi_bytes[k]); io(dir, "g", k - {n_saved}, bi[k].data, bi_bytes[k], 0); }}
+  if (bad) {{
+    fi_shape0[0] += 1;
+    int rc = {f.name}(fi, {f.NAME}_N_INPUTS, fo, {f.NAME}_N_OUTPUTS);
+    unsigned char *p = (unsigned char *)fo[0].data;
+    printf("forward %d %d %s\\n", rc, p[0] == 0xAB, {f.name}_last_error());
+    fi_shape0[0] -= 1;
+    bi_shape{len(b.inputs) - 1}[0] += 1;
+    rc = {b.name}(bi, {b.NAME}_N_INPUTS, bo, {b.NAME}_N_OUTPUTS);
+    p = (unsigned char *)bo[0].data;
+    printf("backward %d %d %s\\n", rc, p[0] == 0xAB, {b.name}_last_error());
+    rc = {b.name}(bi, {b.NAME}_N_INPUTS - 1, bo, {b.NAME}_N_OUTPUTS);
+    printf("count %d %s\\n", rc, {b.name}_last_error());
+    return 0;
+  }}
+  if ({f.name}(fi, {f.NAME}_N_INPUTS, fo, {f.NAME}_N_OUTPUTS)) {{ printf("error: %s\\n", {f.name}_last_error()); return 1; }}
+  if ({b.name}(bi, {b.NAME}_N_INPUTS, bo, {b.NAME}_N_OUTPUTS)) {{ printf("error: %s\\n", {b.name}_last_error()); return 1; }}
+  for (int j = 0; j < {len(f.outputs)}; j++) io(dir, "f", j, fo[j].data, fo_bytes[j], 1);
+  for (int j = 0; j < {len(b.outputs)}; j++) io(dir, "b", j, bo[j].data, bo_bytes[j], 1);
+  return 0;
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def split_built(tmp_path_factory):
+    tg.manual_seed(3)
+    W = tg.randn(5, 3, requires_grad=True)
+    b = tg.randn(3, requires_grad=True)
+
+    def loss(x, y):
+        h = x @ W + b - y
+        return (h ** 2).mean(), h.tanh().sum(dim=0)
+
+    x, y = tg.randn(8, 5, requires_grad=True), tg.randn(8, 3)
+    sp = tg.export(loss, x, y, split=True)
+    d = tmp_path_factory.mktemp("split")
+    sp.save(str(d))
+    subprocess.run(["make", "-s", "-C", str(d)], check=True, capture_output=True, text=True)
+    with open(os.path.join(str(d), "driver.c"), "w") as fh:
+        fh.write(split_driver_source(sp))
+    exe = os.path.join(str(d), "driver")
+    subprocess.run([CC, "-O1", "-o", exe, os.path.join(str(d), "driver.c"), "-I", str(d),
+                    os.path.join(str(d), "libloss.a"), "-lm"], check=True, capture_output=True, text=True)
+    return sp, d, exe, (loss, x, y, W, b)
+
+
+def test_split_forward_then_backward_matches_eager(split_built):
+    torch = pytest.importorskip("torch")
+    sp, d, exe, (loss, x, y, W, b) = split_built
+    f, bw = sp.forward, sp.backward
+    assert [t.name for t in f.inputs] == ["x", "y", "W", "b"]
+    assert [t.role for t in f.outputs][:2] == ["result", "result"]
+    assert [t.name for t in bw.outputs] == ["grad x", "grad W", "grad b"]
+    assert [t.name for t in bw.inputs if t.role == "incoming gradient"] == ["grad result[0]", "grad result[1]"]
+    rng = np.random.default_rng(0)
+    g0, g1 = np.float32(0.7), rng.standard_normal(3).astype(np.float32)
+    for k, g in enumerate((g0, g1)):
+        np.asarray(g, np.float32).tofile(os.path.join(str(d), f"g{k}.bin"))
+    run_driver(exe, d, sp.example_inputs(), "run")
+    fouts = [np.fromfile(os.path.join(str(d), f"f{j}.bin"), t.dtype.np).reshape(t.shape)
+             for j, t in enumerate(f.outputs)]
+    bouts = [np.fromfile(os.path.join(str(d), f"b{j}.bin"), t.dtype.np).reshape(t.shape)
+             for j, t in enumerate(bw.outputs)]
+    # eager tracegrad: outputs, then .backward() with the same incoming gradients
+    for t in (x, W, b):
+        t.grad = None
+    l, s = loss(x, y)
+    assert_close(fouts[:2], [l.detach().numpy(), s.detach().numpy()])
+    tg.autograd.backward([l, s], [tg.tensor(g0), tg.tensor(g1)])
+    assert_close(bouts, [x.grad.numpy(), W.grad.numpy(), b.grad.numpy()])
+    # and the PyTorch oracle
+    tx, tW, tb = (torch.tensor(t.detach().numpy(), requires_grad=True) for t in (x, W, b))
+    h = tx @ tW + tb - torch.tensor(y.numpy())
+    torch.autograd.backward([(h ** 2).mean(), h.tanh().sum(dim=0)], [torch.tensor(g0), torch.tensor(g1)])
+    assert_close(bouts, [tx.grad.numpy(), tW.grad.numpy(), tb.grad.numpy()])
+
+
+def test_split_rejects_wrong_shapes(split_built):
+    sp, d, exe, _ = split_built
+    out = run_driver(exe, d, sp.example_inputs(), "bad")
+    lines = {ln.split(" ", 1)[0]: ln.split(" ", 1)[1] for ln in out.strip().splitlines()}
+    assert lines["forward"].startswith("1 1 loss_forward: input 0 (x): expected shape [8, 5], given [9, 5]")
+    last = sp.backward.inputs[-1]
+    assert lines["backward"].startswith(f"1 1 loss_backward: input {last.index} ({last.name}): expected shape [3], given [4]")
+    assert "expected" in lines["count"] and lines["count"].startswith("1 ")
+
+
+def test_split_library_files(split_built):
+    sp, d, _, _ = split_built
+    names = set(os.listdir(str(d)))
+    assert {"loss.h", "loss_forward.c", "loss_backward.c", "Makefile", "CMakeLists.txt", "README.md",
+            "libloss.so", "libloss.a", "example.c"} <= names
+    header = open(os.path.join(str(d), "loss.h")).read()
+    assert "int loss_forward(const tg_tensor *inputs" in header and "LOSS_BACKWARD_N_OUTPUTS 3" in header
+    assert "#define LOSS_FORWARD_IN_W_SHAPE { 5, 3 }" in header
+    readme = open(os.path.join(str(d), "README.md")).read()
+    assert "### `loss_backward`" in readme and "saved[0]" in readme
+    syms = subprocess.run(["nm", "-D", "--defined-only", os.path.join(str(d), "libloss.so")],
+                          capture_output=True, text=True).stdout
+    exported = {line.split()[-1] for line in syms.splitlines() if " T " in line}
+    assert exported == {"loss_forward", "loss_forward_last_error", "loss_backward", "loss_backward_last_error"}
+    exe = os.path.join(str(d), "example")
+    subprocess.run([CC, os.path.join(str(d), "example.c"), "-I", str(d), os.path.join(str(d), "libloss.a"),
+                    "-lm", "-o", exe], check=True, capture_output=True, text=True)
+    r = subprocess.run([exe], capture_output=True, text=True)
+    assert r.returncode == 0 and "grad W[0] =" in r.stdout, r.stdout + r.stderr
+    assert set(sp.signature) == {"forward", "backward"} and "loss_backward" in str(sp)
+
+
+def test_split_driver_clean_under_asan(split_built, tmp_path):
+    sp, d, _, _ = split_built
+    if not _asan_works(str(tmp_path)):
+        pytest.skip("no working AddressSanitizer")
+    exe = os.path.join(str(tmp_path), "driver_asan")
+    subprocess.run([CC, "-g", "-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
+                    "-o", exe, os.path.join(str(d), "driver.c"), os.path.join(str(d), "loss_forward.c"),
+                    os.path.join(str(d), "loss_backward.c"), "-I", str(d), "-lm"],
+                   check=True, capture_output=True, text=True)
+    run_driver(exe, d, sp.example_inputs(), "run")
+    run_driver(exe, d, sp.example_inputs(), "bad")

@@ -179,7 +179,7 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if self._eager:
             return self.fn(*args, **kwargs)
-        flat, _ = pytree.flatten((args, kwargs))
+        flat, spec = pytree.flatten((args, kwargs))
         blocked = self._autograd_state_blocker(flat, args, kwargs)
         if blocked is not None:  # checked before the cache: a stored program would ignore it
             return self._run_eager_once(blocked, args, kwargs)
@@ -209,6 +209,7 @@ class CompiledFunction:
         prog = self._capture(args, kwargs)
         if prog is None:
             return self.fn(*args, **kwargs)
+        prog = self._dynamic_wrap(prog, flat, spec)
         self.programs.append(prog)
         _log("cache", "%s: compiled program %d", self.__name__, len(self.programs))
         return prog.run(flat)
@@ -241,6 +242,14 @@ class CompiledFunction:
         warnings.warn(msg + "; running this call eagerly.", RuntimeWarning, stacklevel=3)
         return self.fn(*args, **kwargs)
 
+    def _dynamic_wrap(self, prog, flat, spec):
+        """With dynamic=True, one DynamicProgram (leading sizes free) stands for ``prog``."""
+        if not self.dynamic:
+            return prog
+        from .dynamic import DynamicProgram
+
+        return DynamicProgram(prog, flat, spec, self._capture, self.fn)
+
     def _capture(self, args, kwargs):
         try:
             return capture_program(self.fn, args, kwargs, self.backend, self._build_options(),
@@ -258,7 +267,7 @@ class CompiledFunction:
 
     def inspect(self, *args, **kwargs):
         """The Program for these arguments (traced and built if needed)."""
-        flat, _ = pytree.flatten((args, kwargs))
+        flat, spec = pytree.flatten((args, kwargs))
         enabled = grad_mode.is_grad_enabled()
         for prog in self.programs:
             if prog.mismatch(flat, enabled) is None:
@@ -268,6 +277,7 @@ class CompiledFunction:
                                    name=self.graph_name)
         except trace.GraphBreak as gb:
             raise CompileError(f"cannot capture {self.__name__}: {gb}") from None
+        prog = self._dynamic_wrap(prog, flat, spec)
         self.programs.append(prog)
         return prog
 

@@ -11,7 +11,9 @@ Inputs: the tensor arguments in order, then the lifted tensors (parameters, opti
 existing ``.grad`` tensors the function reads without receiving them). Outputs: the flattened
 results, then the new value of every tensor the function updated (parameters after an
 optimizer step, in-place modified arguments, assigned ``.grad``). Non-tensor arguments are
-baked into the code. See docs/export.md.
+baked into the code. ``split=True`` writes a library with ``<name>_forward`` (the results, then
+the saved tensors) and ``<name>_backward`` (saved tensors and incoming gradients -> gradients
+of the differentiable inputs), see :class:`SplitExportedProgram`. See docs/export.md.
 
 >>> import tracegrad as tg
 >>> ep = tg.export(lambda x: (x * x).sum(), tg.ones(3), name="sumsq")
@@ -72,13 +74,12 @@ def export(fn, *example_args, backend="c", name=None, dynamic=False, split=False
     if dynamic:
         raise NotImplementedError("tg.export(dynamic=True): exported libraries have static shapes; "
                                   "export once per shape you need (name=... keeps them apart)")
-    if split:
-        raise NotImplementedError("tg.export(split=True) (separate forward and backward kernels) is "
-                                  "not implemented; export the loss-and-gradients function instead")
     name = name or getattr(fn, "__name__", None) or "exported"
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name.startswith("tg_"):
         raise ValueError(f"tg.export: name {name!r} is not a usable C identifier (letters, digits, _; "
                          "not starting with tg_); pass name=...")
+    if split:
+        return SplitExportedProgram(name, *_capture_split(fn, example_args, example_kwargs, name))
     graph, inputs, outputs = _capture(fn, example_args, example_kwargs, name)
     return ExportedProgram(name, graph, inputs, outputs)
 
@@ -192,6 +193,7 @@ class ExportedProgram:
         from .compiler import CompileError
 
         self.name, self.graph, self.inputs, self.outputs = name, graph, inputs, outputs
+        self.NAME = name.upper()
         try:
             # openmp=True only adds pragmas; the Makefile's OPENMP switch decides whether they act
             self.plan = lower(graph, {"openmp": True})
@@ -261,26 +263,7 @@ class ExportedProgram:
 
     def files(self):
         """{file name: text} of the library directory."""
-        import jinja2
-
-        from .backends.c import _templates_dir
-
-        env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_templates_dir())),
-                                 trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                                 undefined=jinja2.StrictUndefined)
-        consts = [{"ctype": c.dtype.c_type, "count": max(int(np.prod(c.shape, dtype=np.int64)), 1),
-                   "init": _c_values(c.data, c.dtype)} for c in self.graph.constants()]
-        ctx = dict(name=self.name, NAME=self.name.upper(), graph_name=self.graph.name,
-                   inputs=self.inputs, outputs=self.outputs, workspace=self.workspace,
-                   kernel=self.kernel, consts=consts, kind="",
-                   n_slots=max(len(self.inputs) + len(consts) + len(self.outputs), 1))
-        n = self.name
-        return {f"{n}.h": env.get_template("export_header.h.j2").render(ctx),
-                f"{n}.c": env.get_template("export_wrapper.c.j2").render(ctx),
-                "Makefile": env.get_template("export_Makefile.j2").render(ctx),
-                "CMakeLists.txt": env.get_template("export_CMakeLists.txt.j2").render(ctx),
-                "README.md": env.get_template("export_README.md.j2").render(ctx, example=self.example_c()),
-                "example.c": self.example_c() + "\n"}
+        return render_library(self.name, [self], self.example_c())
 
     def save(self, directory):
         """Write the library's sources into ``directory`` (created if needed); returns its path."""
@@ -290,3 +273,182 @@ class ExportedProgram:
                 f.write(text)
         return str(directory)
 
+
+
+def _jinja_env():
+    import jinja2
+
+    from .backends.c import _templates_dir
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(_templates_dir())),
+                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                              undefined=jinja2.StrictUndefined)
+
+
+def render_library(name, entries, example, kind=""):
+    """{file name: text} of a library ``name`` whose entry points are ``entries``
+    (ExportedPrograms): one header, one ``<entry>.c`` per entry, Makefile, CMake, README."""
+    env = _jinja_env()
+    files, sources = {}, []
+    for e in entries:
+        consts = [{"ctype": c.dtype.c_type, "count": max(int(np.prod(c.shape, dtype=np.int64)), 1),
+                   "init": _c_values(c.data, c.dtype)} for c in e.graph.constants()]
+        ctx = dict(name=e.name, header=name, graph_name=e.graph.name, inputs=e.inputs,
+                   outputs=e.outputs, workspace=e.workspace, kernel=e.kernel, consts=consts,
+                   n_slots=max(len(e.inputs) + len(consts) + len(e.outputs), 1))
+        files[f"{e.name}.c"] = env.get_template("export_wrapper.c.j2").render(ctx)
+        sources.append(e.name)
+    ctx = dict(name=name, NAME=name.upper(), entries=entries, sources=sources, kind=kind,
+               graph_name=entries[0].graph.name)
+    return {f"{name}.h": env.get_template("export_header.h.j2").render(ctx), **files,
+            "Makefile": env.get_template("export_Makefile.j2").render(ctx),
+            "CMakeLists.txt": env.get_template("export_CMakeLists.txt.j2").render(ctx),
+            "README.md": env.get_template("export_README.md.j2").render(ctx, example=example),
+            "example.c": example + "\n"}
+
+
+# ----------------------------------------------------------------------------- split=True
+def _capture_split(fn, args, kwargs, name):
+    """Trace, differentiate, optimise and partition as ``tg.compile`` does for differentiable
+    outputs (compiler.capture_program); returns the forward and backward entry points as
+    ExportedPrograms ``<name>_forward`` and ``<name>_backward``."""
+    from .compiler import CompileError, _prune_inputs
+    from .ir import autodiff, partition, passes, trace
+    from .ir.capture import trace_function
+
+    try:
+        cap = trace_function(fn, args, kwargs, name=name)
+    except trace.GraphBreak as gb:
+        where = f" at {gb.where}" if gb.where else ""
+        raise CompileError(f"tg.export: graph break in {name}: {gb.reason}{where}") from None
+    joint = cap.graph
+    n_user = len(joint.outputs)
+    if cap.actions or joint.writebacks:
+        raise CompileError(f"tg.export(split=True): {name} updates tensors in place (parameters, "
+                           ".grad); split export takes a pure function; export it without split=True")
+    positions, grad_inputs = [], []
+    if cap.diff_outputs:
+        with trace.tracing(cap.tracer):
+            _, grad_inputs, grad_outputs = autodiff.differentiate(cap, cap.tracer, joint)
+        joint.outputs += [v for _, v in grad_outputs]
+        positions = [p for p, _ in grad_outputs]
+    cap.tracer = None
+    if not positions:
+        raise CompileError(f"tg.export(split=True): no output of {name} requires grad through an "
+                           "input (nothing to differentiate); export it without split=True")
+    passes.optimize(joint)
+    positions = _prune_inputs(joint, cap, positions)
+    diff_outs = [k for k, _ in cap.diff_outputs]
+    sp = partition.split(joint, n_user, grad_inputs, diff_outs)
+    fwd, bwd = sp.forward, sp.backward
+    leaf_of = {}
+    results = []
+    for leaf_no, (kind, ref) in enumerate(cap.out_leaves):
+        if kind != "value":
+            raise CompileError(f"tg.export(split=True): result {leaf_no} of {name} is not a tensor "
+                               "computed by the function; exported functions return tensors")
+        leaf_of[ref] = leaf_no
+        results.append(fwd.outputs[ref])
+    n_res = len(results)
+    out_names = ["result"] if n_res == 1 else [f"result[{k}]" for k in range(n_res)]
+    saved = list(fwd.saved)
+    fwd.outputs = results + saved
+    fwd.saved = []
+    fwd.renumber()
+    bwd.renumber()
+    in_specs = []
+    for k, (b, v) in enumerate(zip(cap.bindings, fwd.inputs)):
+        if b.kind == "arg":
+            nm, role = cap.arg_names[b.ref], "argument"
+        elif b.kind == "seed":
+            nm, role = "seed", "random seed (int64 scalar)"
+        else:
+            nm, role = cap.naming.of((b.kind, b.ref)), "lifted"
+        in_specs.append(TensorSpec("in", k, nm, v.shape, v.dtype, role))
+    f_out = [TensorSpec("out", k, out_names[k], v.shape, v.dtype, "result") for k, v in enumerate(results)]
+    f_out += [TensorSpec("out", n_res + j, f"saved[{j}]", v.shape, v.dtype, "saved for backward")
+              for j, v in enumerate(saved)]
+    b_in = [TensorSpec("in", j, f"saved[{j}]", v.shape, v.dtype, "saved by forward")
+            for j, v in enumerate(bwd.inputs[:len(saved)])]
+    for k, (pos, v) in enumerate(zip(diff_outs, bwd.inputs[len(saved):])):
+        b_in.append(TensorSpec("in", len(b_in), f"grad {out_names[leaf_of[pos]]}", v.shape, v.dtype,
+                               "incoming gradient"))
+    b_out = [TensorSpec("out", k, f"grad {in_specs[p].name}", v.shape, v.dtype, "gradient")
+             for k, (p, v) in enumerate(zip(positions, bwd.outputs))]
+    flat = pytree.flatten((args, kwargs))[0]
+    for t, b in zip(in_specs, cap.bindings):
+        t.source = (lambda b=b: _binding_array(b.kind, b.ref, flat))
+    return ExportedProgram(f"{name}_forward", fwd, in_specs, f_out), \
+        ExportedProgram(f"{name}_backward", bwd, b_in, b_out)
+
+
+class SplitExportedProgram:
+    """The result of ``tg.export(..., split=True)``: one library ``name`` with two entry points,
+    ``forward`` (inputs -> results, then the saved tensors) and ``backward`` (the saved tensors,
+    then one incoming gradient per differentiable result -> one gradient per differentiable
+    input), each an :class:`ExportedProgram` (``.inputs``, ``.outputs``, ``.workspace``)."""
+
+    def __init__(self, name, forward, backward):
+        self.name, self.forward, self.backward = name, forward, backward
+
+    @property
+    def signature(self):
+        return {"forward": self.forward.signature, "backward": self.backward.signature}
+
+    def example_inputs(self):
+        return self.forward.example_inputs()
+
+    def __str__(self):
+        return (f"SplitExportedProgram {self.name} (C ABI: {self.forward.name}, {self.backward.name})\n"
+                + str(self.forward) + "\n" + str(self.backward))
+
+    __repr__ = __str__
+
+    def example_c(self):
+        """A complete C program: forward, then backward with gradients of ones."""
+        ct = {"f32": "float", "f64": "double", "i64": "int64_t", "i32": "int32_t", "b8": "uint8_t"}
+        f, b = self.forward, self.backward
+        n_res = sum(t.role == "result" for t in f.outputs)
+        lines = ["#include <stdio.h>", "#include <stdlib.h>", f'#include "{self.name}.h"', "",
+                 "int main(void) {"]
+        bufs = [("fi", t) for t in f.inputs] + [("fo", t) for t in f.outputs] \
+            + [("bi", t) for t in b.inputs[len(f.outputs) - n_res:]] + [("bo", t) for t in b.outputs]
+        for tag, t in bufs:
+            c = ct[t.dtype.short]
+            lines.append(f"  /* {t.name} {t.type_str} */")
+            lines.append(f"  static const int64_t {tag}{t.index}_shape[] = {t.macro}_SHAPE;")
+            lines.append(f"  {c} *{tag}{t.index} = ({c} *)calloc({t.macro}_NUMEL + 1, sizeof({c}));")
+            if (tag == "fi" and t.dtype.is_floating_point) or tag == "bi":
+                val = "1" if tag == "bi" else "0.01 * (double)(i % 17)"
+                lines.append(f"  for (int64_t i = 0; i < {t.macro}_NUMEL; i++) {tag}{t.index}[i] = ({c})({val});")
+
+        def items(specs, tag):
+            return ", ".join(f"{{{tag}{t.index}, {t.macro}_DTYPE, {t.macro}_NDIM, {tag}{t.index}_shape}}"
+                             for t in specs) or "{0}"
+        n_saved = len(f.outputs) - n_res
+        # the backward's saved inputs are the forward's saved outputs: the same buffers
+        saved_items = ", ".join(
+            f"{{fo{n_res + j}, {t.macro}_DTYPE, {t.macro}_NDIM, fo{n_res + j}_shape}}"
+            for j, t in enumerate(b.inputs[:n_saved]))
+        grads = items(b.inputs[n_saved:], "bi")
+        lines.append(f"  tg_tensor f_in[] = {{{items(f.inputs, 'fi')}}};")
+        lines.append(f"  tg_tensor f_out[] = {{{items(f.outputs, 'fo')}}};")
+        lines.append(f"  tg_tensor b_in[] = {{{', '.join(x for x in (saved_items, grads) if x)}}};")
+        lines.append(f"  tg_tensor b_out[] = {{{items(b.outputs, 'bo')}}};")
+        for e, i, o in ((f, "f_in", "f_out"), (b, "b_in", "b_out")):
+            lines += [f"  if ({e.name}({i}, {e.NAME}_N_INPUTS, {o}, {e.NAME}_N_OUTPUTS) != 0) {{",
+                      f'    fprintf(stderr, "%s\\n", {e.name}_last_error());', "    return 1;", "  }"]
+        for tag, specs in (("fo", f.outputs[:n_res]), ("bo", b.outputs)):
+            for t in specs:
+                fmt, cast = ("%g", "(double)") if t.dtype.is_floating_point else ("%lld", "(long long)")
+                lines.append(f'  printf("{t.name_c}[0] = {fmt}\\n", {cast}{tag}{t.index}[0]);')
+        lines += [f"  free({tag}{t.index});" for tag, t in bufs]
+        lines += ["  return 0;", "}"]
+        return "\n".join(lines)
+
+    def files(self):
+        """{file name: text} of the library directory."""
+        return render_library(self.name, [self.forward, self.backward], self.example_c(),
+                              kind="split forward/backward")
+
+    save = ExportedProgram.save
