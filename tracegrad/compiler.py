@@ -73,21 +73,28 @@ def _build(backend, graph, options):
 CORE_OPTIONS = ("optimize", "partition", "verify")  # read here, not passed to backends
 
 
-def capture_program(fn, args, kwargs, backend, options=None, name=None, extra_guards=()):
-    """Trace ``fn`` for these arguments and build a Program (raises trace.GraphBreak).
+class CapturedGraphs:
+    """What tracing and the graph pipeline produce before a backend builds anything."""
+
+    def __init__(self, cap, graph, forward, backward, positions, choice, annotation_bytes):
+        self.cap, self.graph, self.forward, self.backward = cap, graph, forward, backward
+        self.positions, self.choice, self.annotation_bytes = positions, choice, annotation_bytes
+
+
+def capture_graphs(fn, args, kwargs, options=None, name=None, extra_guards=()):
+    """Trace ``fn`` for these arguments and run the graph pipeline (raises trace.GraphBreak).
 
     Pipeline: trace (whole call, including any backward()/optimizer step inside) ->
     differentiation pass when outputs are differentiable after the call (joint graph) ->
     passes (simplify, fold, CSE, DCE) on the joint graph -> forward/backward partition
-    (min-cut vs saved-tensor annotations) -> backend. ``options``: ``optimize`` (default
-    True), ``partition`` ("mincut" or "annotations"), ``verify`` (run the IR verifier after
-    every pass; default from TRACEGRAD_VERIFY); other keys go to the backend."""
+    (min-cut vs saved-tensor annotations). ``options``: ``optimize`` (default True),
+    ``partition`` ("mincut" or "annotations"), ``verify`` (run the IR verifier after every
+    pass; default from TRACEGRAD_VERIFY). Shared by tg.compile and tg.export."""
     from .ir import passes
 
     options = dict(options or {})
     verify = options.get("verify")
     verify = passes.verify_enabled() if verify is None else verify
-    backend_options = {k: v for k, v in options.items() if k not in CORE_OPTIONS}
     cap = trace_function(fn, args, kwargs, name=name, extra_guards=extra_guards)
     joint = cap.graph
     n_user = len(joint.outputs)
@@ -121,14 +128,24 @@ def capture_program(fn, args, kwargs, backend, options=None, name=None, extra_gu
     else:
         graph = joint.renumber()
     cap.graph = graph
+    return CapturedGraphs(cap, graph, forward, backward, positions, choice, annotation_bytes)
+
+
+def capture_program(fn, args, kwargs, backend, options=None, name=None, extra_guards=()):
+    """Trace ``fn`` for these arguments (``capture_graphs``) and build a Program with
+    ``backend``; options other than the pipeline's go to the backend."""
+    options = dict(options or {})
+    backend_options = {k: v for k, v in options.items() if k not in CORE_OPTIONS}
+    c = capture_graphs(fn, args, kwargs, options, name, extra_guards)
+    forward, backward, graph = c.forward, c.backward, c.graph
     if _log_enabled("ir"):
         text = str(forward) + "\n\n" + str(backward) if forward is not None else str(graph)
         _log("ir", "captured %s\n%s", graph.name, text)
     exe = _build(backend, forward if forward is not None else graph, backend_options)
     bexe = _build(backend, backward, backend_options) if backward is not None else None
-    prog = Program(cap, backend, graph, forward, backward, grad_positions=positions,
-                   executable=exe, backward_executable=bexe, saved_choice=choice,
-                   annotation_bytes=annotation_bytes)
+    prog = Program(c.cap, backend, graph, forward, backward, grad_positions=c.positions,
+                   executable=exe, backward_executable=bexe, saved_choice=c.choice,
+                   annotation_bytes=c.annotation_bytes)
     _log("code", "%s", prog.source)
     return prog
 

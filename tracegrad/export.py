@@ -312,35 +312,24 @@ def _capture_split(fn, args, kwargs, name):
     """Trace, differentiate, optimise and partition as ``tg.compile`` does for differentiable
     outputs (compiler.capture_program); returns the forward and backward entry points as
     ExportedPrograms ``<name>_forward`` and ``<name>_backward``."""
-    from .compiler import CompileError, _prune_inputs
-    from .ir import autodiff, partition, passes, trace
-    from .ir.capture import trace_function
+    from .compiler import CompileError, capture_graphs
+    from .ir import trace
 
     try:
-        cap = trace_function(fn, args, kwargs, name=name)
+        c = capture_graphs(fn, args, kwargs, name=name)
     except trace.GraphBreak as gb:
         where = f" at {gb.where}" if gb.where else ""
         raise CompileError(f"tg.export: graph break in {name}: {gb.reason}{where}") from None
-    joint = cap.graph
-    n_user = len(joint.outputs)
-    if cap.actions or joint.writebacks:
+    cap = c.cap
+    if cap.actions or c.graph.writebacks:
         raise CompileError(f"tg.export(split=True): {name} updates tensors in place (parameters, "
                            ".grad); split export takes a pure function; export it without split=True")
-    positions, grad_inputs = [], []
-    if cap.diff_outputs:
-        with trace.tracing(cap.tracer):
-            _, grad_inputs, grad_outputs = autodiff.differentiate(cap, cap.tracer, joint)
-        joint.outputs += [v for _, v in grad_outputs]
-        positions = [p for p, _ in grad_outputs]
-    cap.tracer = None
-    if not positions:
+    if c.forward is None:
         raise CompileError(f"tg.export(split=True): no output of {name} requires grad through an "
                            "input (nothing to differentiate); export it without split=True")
-    passes.optimize(joint)
-    positions = _prune_inputs(joint, cap, positions)
+    positions = c.positions
     diff_outs = [k for k, _ in cap.diff_outputs]
-    sp = partition.split(joint, n_user, grad_inputs, diff_outs)
-    fwd, bwd = sp.forward, sp.backward
+    fwd, bwd = c.forward, c.backward
     leaf_of = {}
     results = []
     for leaf_no, (kind, ref) in enumerate(cap.out_leaves):
