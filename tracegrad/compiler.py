@@ -81,7 +81,7 @@ class CapturedGraphs:
         self.positions, self.choice, self.annotation_bytes = positions, choice, annotation_bytes
 
 
-def capture_graphs(fn, args, kwargs, options=None, name=None, extra_guards=()):
+def capture_graphs(fn, args, kwargs, options=None, name=None, extra_guards=(), keep_trace_text=False):
     """Trace ``fn`` for these arguments and run the graph pipeline (raises trace.GraphBreak).
 
     Pipeline: trace (whole call, including any backward()/optimizer step inside) ->
@@ -89,7 +89,9 @@ def capture_graphs(fn, args, kwargs, options=None, name=None, extra_guards=()):
     passes (simplify, fold, CSE, DCE) on the joint graph -> forward/backward partition
     (min-cut vs saved-tensor annotations). ``options``: ``optimize`` (default True),
     ``partition`` ("mincut" or "annotations"), ``verify`` (run the IR verifier after every
-    pass; default from TRACEGRAD_VERIFY). Shared by tg.compile and tg.export."""
+    pass; default from TRACEGRAD_VERIFY). Shared by tg.compile and tg.export.
+    ``keep_trace_text``: keep the listing of the trace itself (before any pass) as
+    ``trace_text``, which dynamic=True compares between batch sizes."""
     from .ir import passes
 
     options = dict(options or {})
@@ -97,6 +99,12 @@ def capture_graphs(fn, args, kwargs, options=None, name=None, extra_guards=()):
     verify = passes.verify_enabled() if verify is None else verify
     cap = trace_function(fn, args, kwargs, name=name, extra_guards=extra_guards)
     joint = cap.graph
+    if keep_trace_text:
+        from .dynamic import trace_listing
+
+        trace_text = trace_listing(joint)
+    else:
+        trace_text = None
     n_user = len(joint.outputs)
     grad_inputs, positions = [], []
     if cap.diff_outputs:
@@ -128,7 +136,9 @@ def capture_graphs(fn, args, kwargs, options=None, name=None, extra_guards=()):
     else:
         graph = joint.renumber()
     cap.graph = graph
-    return CapturedGraphs(cap, graph, forward, backward, positions, choice, annotation_bytes)
+    c = CapturedGraphs(cap, graph, forward, backward, positions, choice, annotation_bytes)
+    c.trace_text = trace_text
+    return c
 
 
 def capture_program(fn, args, kwargs, backend, options=None, name=None, extra_guards=()):
@@ -263,9 +273,16 @@ class CompiledFunction:
         """With dynamic=True, one DynamicProgram (leading sizes free) stands for ``prog``."""
         if not self.dynamic:
             return prog
-        from .dynamic import DynamicProgram
+        from .dynamic import DynamicProgram, trace_listing
 
-        return DynamicProgram(prog, flat, spec, self._capture, self.fn)
+        options = self._build_options()
+        backend_options = {k: v for k, v in options.items() if k not in CORE_OPTIONS}
+        return DynamicProgram(prog, flat, spec, self._capture, self.fn,
+                              graphs=lambda a, k: capture_graphs(self.fn, a, k, options, name=self.graph_name,
+                                                                 keep_trace_text=True),
+                              trace_text=lambda a, k: trace_listing(trace_function(self.fn, a, k,
+                                                                                   name=self.graph_name).graph),
+                              backend_options=backend_options)
 
     def _capture(self, args, kwargs):
         try:

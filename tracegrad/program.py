@@ -313,6 +313,8 @@ class CompiledBackward(Node):
         self.saved_arrays = list(saved)
         self.saved_checks = checks  # per saved array: (user tensor, version) or None
         self.out_meta = [(tuple(outputs[k].shape), outputs[k].dtype) for k, _ in program.capture.diff_outputs]
+        # a backward whose sizes are runtime values (dynamic=True) runs at the forward's batch
+        self.batch = getattr(program.executable, "last_batch", None)
 
     def name(self):
         return "CompiledFunctionBackward"
@@ -338,7 +340,9 @@ class CompiledBackward(Node):
                 raise RuntimeError(_modified_message(t, None, 0, check[1]))
         grads = [np.zeros(s, d.np) if g is None else np.ascontiguousarray(g._value, dtype=d.np)
                  for g, (s, d) in zip(grad_outputs, self.out_meta)]
-        results = self.program.backward_executable(self.saved_arrays + grads)
+        exe = self.program.backward_executable
+        inputs = self.saved_arrays + grads
+        results = exe(inputs) if self.batch is None else exe(inputs, batch=self.batch)
         return [Tensor._make(np.array(r, copy=True), _dt.from_numpy_dtype(r.dtype)) for r in results]
 
     def release(self):

@@ -78,15 +78,17 @@ def _ffi_instance():
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
         ffi = cffi.FFI()
-        ffi.cdef("int tg_run(void **args, char *ws); void tg_set_blas(void *s, void *d, int ilp64, void *threads_local);")
+        ffi.cdef("int tg_run(void **args, char *ws); int tg_run_dyn(void **args, char *ws, int64_t B); void tg_set_blas(void *s, void *d, int ilp64, void *threads_local);")
         _ffi = ffi
     return _ffi
 
 
-def render(plan, name="graph", export=None):
+def render(plan, name="graph", export=None, dynamic=False):
     """The C source of a lowered plan (jinja2 templates in codegen_templates/). ``export``
     (a C identifier, used by tg.export) renders ``static int <export>_run(args, ws)`` without
-    the loader-only ``tg_set_blas`` and its mutable globals (BLAS then comes from -DTG_BLAS)."""
+    the loader-only ``tg_set_blas`` and its mutable globals (BLAS then comes from -DTG_BLAS).
+    ``dynamic`` renders ``tg_run_dyn(args, ws, tg_B)`` for backends/c/symbolic.py, which
+    rewrites the batch-dependent literals into expressions of ``tg_B``."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_templates_dir())),
@@ -94,7 +96,7 @@ def render(plan, name="graph", export=None):
                              keep_trailing_newline=True)
     return env.get_template("program.c.j2").render(
         buffers=plan.buffers, kernels=plan.kernels, name=name, codegen_version=CODEGEN_VERSION,
-        export=export or "")
+        export=export or "", dynamic=dynamic)
 
 
 def cache_key(graph, options, flag_list, cc_version):
@@ -164,6 +166,7 @@ class CExecutable:
     """A loaded program: call it with the input arrays (graph.inputs order)."""
 
     fresh_results = True  # every result is written into a new np.empty buffer
+    entry = "tg_run"  # the generated function's name (DynamicCExecutable: tg_run_dyn)
 
     def __init__(self, graph, so_path, meta, options, cache_hit=False):
         from .toolchain import blas
@@ -181,7 +184,7 @@ class CExecutable:
                                   ffi.cast("void *", b[4] or 0))
         else:
             self._lib.tg_set_blas(ffi.NULL, ffi.NULL, 1, ffi.NULL)
-        self._run = self._lib.tg_run
+        self._run = getattr(self._lib, self.entry)
         self._in_dtypes = [v.dtype.np for v in graph.inputs]
         self._n_in = len(graph.inputs)
         self._consts = [np.ascontiguousarray(c.data, dtype=c.dtype.np) for c in graph.constants()]

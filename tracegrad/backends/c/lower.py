@@ -180,7 +180,8 @@ class Lowerer:
             if pos not in self.out_home:
                 dst = View(self._out_bufs[pos].name, 0, v.shape, contiguous_strides(v.shape))
                 self._emit_copy(v, dst)
-        plan.workspace = memory.plan([b for b in plan.buffers if b.kind == "work"])
+        plan.workspace = memory.plan([b for b in plan.buffers if b.kind == "work"],
+                                     reuse=self.options.get("reuse_memory", True))
         return plan
 
     def _node(self, n):

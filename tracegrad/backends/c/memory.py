@@ -19,8 +19,10 @@ def _round(n):
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def plan(buffers):
-    """Set ``offset`` on each buffer; return the workspace size in bytes (best-fit reuse)."""
+def plan(buffers, reuse=True):
+    """Set ``offset`` on each buffer; return the workspace size in bytes (best-fit reuse;
+    ``reuse=False`` stacks every buffer, as backends/c/symbolic.py needs when a reused layout
+    is not safe for every batch size)."""
     live = sorted((b for b in buffers), key=lambda b: (b.first if b.first is not None else -1))
     blocks = []  # [offset, size, free_after_kernel]
     total = 0
@@ -29,7 +31,7 @@ def plan(buffers):
         start = b.first if b.first is not None else -1
         best = None
         for blk in blocks:
-            if blk[2] is not None and blk[2] < start and blk[1] >= size:
+            if reuse and blk[2] is not None and blk[2] < start and blk[1] >= size:
                 if best is None or blk[1] < best[1]:
                     best = blk
         end = b.last if b.last is not None else start
