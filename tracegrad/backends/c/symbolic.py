@@ -248,12 +248,40 @@ def _batch_sized_fills(const_lists):
     return out
 
 
+class SymbolicPlan:
+    """The merged result of lowering one program at every sample batch size: ``source`` (C
+    with ``tg_B``), ``workspace``, ``input_shapes`` and ``output_shapes`` (per dim ``(a, c)``
+    of ``a*B + c``; the workspace in terms of B rounded up to 64), ``batch_input`` ((input,
+    dim) holding B, or None), ``filled`` ((constant index, dims, value) of constants filled
+    per batch size), ``plan`` (the first sample's lowering: buffers, constants, dtypes)."""
+
+    def __init__(self, graphs, options, render_source):
+        from .lower import lower
+
+        plans = [lower(g, dict(options, reuse_memory=True)) for g in graphs]
+        try:
+            self.workspace = check_layout(plans)
+        except NotSymbolic:  # best-fit reuse that only large batches make safe: stack instead
+            plans = [lower(g, dict(options, reuse_memory=False)) for g in graphs]
+            self.workspace = check_layout(plans)
+        self.plan = plans[0]
+        self.symbolic = SymbolicSource([render_source(p) for p in plans])
+        self.source = self.symbolic.source
+        self.filled = _batch_sized_fills([p.consts for p in plans])
+        self.input_shapes = _shapes_affine([[tuple(v.shape) for v in g.inputs] for g in graphs],
+                                           "input shapes")
+        self.output_shapes = _shapes_affine([[s for s, _ in p.out_specs] for p in plans], "output shapes")
+        self.batch_input = next(((i, d) for i, dims in enumerate(self.input_shapes)
+                                 for d, ac in enumerate(dims) if ac == (1, 0)), None)
+        if self.symbolic.depends_on_batch and self.batch_input is None:
+            raise NotSymbolic("the code depends on the batch size but no input has it as a dimension")
+
+
 def build(graphs, options=None):
     """One DynamicCExecutable from the same program's IR at each of SAMPLE_BATCHES (raises
     NotSymbolic, or lower.Unsupported for an op without a C lowering)."""
     from . import cache_key, render, toolchain
     from ...cache import get_or_build, make_key
-    from .lower import lower
 
     options = dict(options or {})
     try:
@@ -261,26 +289,13 @@ def build(graphs, options=None):
                                                     native=options.get("native", True))
     except toolchain.NoCompiler as e:
         raise NotSymbolic(str(e)) from None
-    plans = [lower(g, dict(options, reuse_memory=True)) for g in graphs]
-    try:
-        ws = check_layout(plans)
-    except NotSymbolic:  # best-fit reuse that only large batches make safe: stack instead
-        plans = [lower(g, dict(options, reuse_memory=False)) for g in graphs]
-        ws = check_layout(plans)
-    sym = SymbolicSource([render(p, graphs[0].name, dynamic=True) for p in plans])
-    filled = _batch_sized_fills([p.consts for p in plans])
-    ins = _shapes_affine([[tuple(v.shape) for v in g.inputs] for g in graphs], "input shapes")
-    outs = _shapes_affine([[s for s, _ in p.out_specs] for p in plans], "output shapes")
-    batch_input = next(((i, d) for i, dims in enumerate(ins) for d, ac in enumerate(dims)
-                        if ac == (1, 0)), None)
-    if sym.depends_on_batch and batch_input is None:
-        raise NotSymbolic("the code depends on the batch size but no input has it as a dimension")
-    key = make_key({"symbolic": sym.source, "base": cache_key(graphs[0], options, flag_list, cc_version)})
-    meta = {"workspace": 0, "source": sym.source,
-            "outputs": [[[0] * len(dims), np.dtype(d).str] for dims, (_, d) in zip(outs, plans[0].out_specs)]}
+    sp = SymbolicPlan(graphs, options, lambda p: render(p, graphs[0].name, dynamic=True))
+    key = make_key({"symbolic": sp.source, "base": cache_key(graphs[0], options, flag_list, cc_version)})
+    meta = {"workspace": 0, "source": sp.source,
+            "outputs": [[[0] * len(dims), np.dtype(d).str] for dims, (_, d) in zip(sp.output_shapes, sp.plan.out_specs)]}
 
     def do_build(tmpdir):
-        return toolchain.compile_shared(sym.source, str(tmpdir), flag_list), meta
+        return toolchain.compile_shared(sp.source, str(tmpdir), flag_list), meta
 
     if options.get("cache", True):
         so_path, meta, hit = get_or_build(key, do_build)
@@ -289,8 +304,7 @@ def build(graphs, options=None):
 
         so_path, meta = do_build(tempfile.mkdtemp(prefix="tracegrad-nocache-"))
         hit = False
-    return DynamicCExecutable(graphs[0], str(so_path), meta, options, hit, sym=sym, inputs=ins,
-                              outputs=outs, workspace=ws, batch_input=batch_input, filled=filled)
+    return DynamicCExecutable(graphs[0], str(so_path), meta, options, hit, sp)
 
 
 class DynamicCExecutable(CExecutable):
@@ -299,16 +313,15 @@ class DynamicCExecutable(CExecutable):
 
     entry = "tg_run_dyn"
 
-    def __init__(self, graph, so_path, meta, options, cache_hit, *, sym, inputs, outputs,
-                 workspace, batch_input, filled):
+    def __init__(self, graph, so_path, meta, options, cache_hit, sp):
         super().__init__(graph, so_path, meta, options, cache_hit)
-        self.symbolic = sym
-        self.input_shapes = inputs  # per input, per dim: (a, c) of a*B + c
-        self.output_shapes = outputs
-        self.workspace = workspace  # (a, c) bytes in terms of B rounded up to 64
-        self.batch_input = batch_input  # (input index, dim) holding B, or None
+        self.symbolic = sp.symbolic
+        self.input_shapes = sp.input_shapes  # per input, per dim: (a, c) of a*B + c
+        self.output_shapes = sp.output_shapes
+        self.workspace = sp.workspace  # (a, c) bytes in terms of B rounded up to 64
+        self.batch_input = sp.batch_input  # (input index, dim) holding B, or None
         self._ws_bytes = 0
-        self._filled = filled  # (constant index, affine dims, value): filled per batch size
+        self._filled = sp.filled  # (constant index, affine dims, value): filled per batch size
         self._filled_batch = None
         self.last_batch = None
 
