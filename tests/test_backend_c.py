@@ -136,6 +136,16 @@ def test_matmul_blas_and_loop_fallback(blas):
     assert (f.programs[0].executable.blas is not None) == (blas and f.programs[0].executable.blas is not None)
 
 
+@pytest.mark.parametrize("n", [1, 5, 16, 37])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_loop_fallback_packs_a_transposed_operand(n, dtype):
+    """Without BLAS, x @ W.T packs W row-major first (16-column blocks plus a remainder)."""
+    rng = np.random.default_rng(n)
+    x, w = rng.standard_normal((6, 9)).astype(dtype), rng.standard_normal((n, 9)).astype(dtype)
+    f = tg.compile(lambda x, w: x @ w.T, backend="c", options={"blas": False})
+    np.testing.assert_allclose(f(tg.tensor(x), tg.tensor(w)).numpy(), x @ w.T, rtol=1e-5, atol=1e-5)
+
+
 def test_index_out_of_bounds_raises_the_interpreters_error():
     f = tg.compile(lambda x, i: x[i], backend="c")
     x = tg.arange(5.0)
