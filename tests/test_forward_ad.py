@@ -62,6 +62,16 @@ def test_unpack_dual_is_a_namedtuple():
     assert fwAD.unpack_dual(d) == (d, None)  # outside a level: (tensor, None)
 
 
+def test_repr_shows_the_tangent_inside_a_level_like_torch():
+    reprs = []
+    for lib, ad in ((tg, fwAD), (torch, tfwAD)):
+        with ad.dual_level():
+            x = ad.make_dual(lib.tensor([1.0, 2.0]), lib.tensor([0.5, 1.0]))
+            reprs.append([repr(x), repr(x * 2), repr(lib.ones(2))])
+        reprs[-1].append(repr(ad.unpack_dual(x).primal))
+    assert reprs[0] == reprs[1]
+
+
 def test_level_index_and_no_nesting():
     with fwAD.dual_level() as lvl:
         assert lvl == 0

@@ -125,4 +125,10 @@ def tensor_repr(t):
         suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
+    from .autograd import forward_ad
+
+    if forward_ad._state is not None and not t._is_traced:  # inside a dual_level, as PyTorch
+        tangent = forward_ad.unpack_dual(t).tangent
+        if tangent is not None:
+            suffixes.append(f"tangent={tensor_repr(tangent)}")
     return _with_suffixes(prefix + body, suffixes, indent)
