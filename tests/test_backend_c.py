@@ -20,14 +20,6 @@ CASES = [(name, k) for name in sorted(REGISTRY) for k in range(len(samples.cases
          if name != "nonzero"]  # nonzero's shape depends on data: it never appears in a graph
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _private_cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path_factory.mktemp("tgcache")))
-    yield
-    mp.undo()
-
-
 def _tol(dtype):
     return dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
 

@@ -14,14 +14,6 @@ torch = pytest.importorskip("torch")
 BACKENDS = ["interpreter", "c"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _private_cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path_factory.mktemp("tgcache")))
-    yield
-    mp.undo()
-
-
 def _mlp(x, W, b):
     h = (x @ W + b).tanh()
     return (h * h).mean(1), h.sum()

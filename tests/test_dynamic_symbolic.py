@@ -10,14 +10,6 @@ import tracegrad.nn.functional as F
 from tracegrad.backends.c import symbolic
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _private_cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path_factory.mktemp("tgcache")))
-    yield
-    mp.undo()
-
-
 def _builds(compiled):
     (prog,) = compiled.programs
     return [type(p.executable).__name__ for p in prog.specializations]

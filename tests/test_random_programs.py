@@ -15,13 +15,6 @@ from tracegrad.ops.shapes import broadcast_shapes  # noqa: E402
 BASES = [(3, 4), (0, 4), (2, 5)]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _private_cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path_factory.mktemp("tgcache")))
-    yield
-    mp.undo()
-
 UNARY = {
     "tanh": lambda t: t.tanh(),
     "exp": lambda t: (t * 0.3).exp(),
