@@ -202,6 +202,20 @@ def test_training_steps_match_interpreter(name):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
+def test_openmp_auto_parallelizes_only_large_programs_without_matrix_products():
+    from tracegrad.backends.c import resolve_openmp
+
+    def graph(fn, *shapes):
+        return tg.compile(fn, backend="interpreter").inspect(*[tg.ones(*s) for s in shapes]).graph
+
+    big = graph(lambda x: (x * 2).tanh(), (1 << 20,))
+    small = graph(lambda x: (x * 2).tanh(), (1000,))
+    with_matmul = graph(lambda x, w: (x * 2).tanh() @ w, (1 << 14, 64), (64, 2))
+    assert resolve_openmp(big, {}) and resolve_openmp(big, {"openmp": "auto"})
+    assert not resolve_openmp(small, {}) and not resolve_openmp(with_matmul, {})
+    assert resolve_openmp(small, {"openmp": True}) and not resolve_openmp(big, {"openmp": False})
+
+
 def test_openmp_loops_match_interpreter():
     rng = np.random.default_rng(4)
     x = rng.standard_normal((64, 1024)).astype(np.float32)  # above the parallel threshold

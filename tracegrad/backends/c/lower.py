@@ -417,11 +417,13 @@ class Lowerer:
             # not hold up the whole loop (measured: static halves can be slower than 1 thread)
             inner = max(1, work // max(loops[0]["extent"], 1))
             chunk = max(1, (1 << 14) // inner)
+            # if(): a dynamic=True program decides at run time, for its batch size
+            when = f"if({work} >= {PARALLEL_MIN_WORK})"
             if n_kept and loops[0]["extent"] > 1:
-                parallel = {"depth": 0, "clause": "", "chunk": chunk}
+                parallel = {"depth": 0, "clause": when, "chunk": chunk}
             elif not n_kept and accs and all(a["kind"] in ("sum", "prod") for a in accs):
                 clause = " ".join(f"reduction({'+' if a['kind'] == 'sum' else '*'}:{a['acc']})" for a in accs)
-                parallel = {"depth": 0, "clause": clause, "chunk": chunk}
+                parallel = {"depth": 0, "clause": f"{when} {clause}", "chunk": chunk}
         simd_ok = all(a["kind"] in ("sum", "prod") for a in accs)
         simd_clause = " ".join(f"reduction({'+' if a['kind'] == 'sum' else '*'}:{a['acc']})"
                                for a in accs) if loops and loops[-1]["reduce"] else ""

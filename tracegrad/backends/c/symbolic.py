@@ -280,12 +280,13 @@ class SymbolicPlan:
 def build(graphs, options=None):
     """One DynamicCExecutable from the same program's IR at each of SAMPLE_BATCHES (raises
     NotSymbolic, or lower.Unsupported for an op without a C lowering)."""
-    from . import cache_key, render, toolchain
+    from . import cache_key, render, resolve_openmp, toolchain
     from ...cache import get_or_build, make_key
 
     options = dict(options or {})
+    options["openmp"] = resolve_openmp(graphs[0], options)
     try:
-        cc_version, flag_list = toolchain.toolchain(openmp=options.get("openmp", False),
+        cc_version, flag_list = toolchain.toolchain(openmp=options["openmp"],
                                                     native=options.get("native", True))
     except toolchain.NoCompiler as e:
         raise NotSymbolic(str(e)) from None
