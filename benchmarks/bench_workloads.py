@@ -2,12 +2,15 @@
 side by side in one process, with ratios (the machines are shared and noisy: ratios measured
 together mean more than absolute times).
 
-    python benchmarks/bench_workloads.py [--workloads tiny,custom,chain,medium,compile]
+    python benchmarks/bench_workloads.py [--workloads tiny,custom,chain,medium,compile,overhead]
                                          [--steps 50] [--no-torch-compile]
 
 Timing: median of ``--steps`` steps after warm-up. ``compile``: first call of ``tiny`` with an
-empty cache (a fresh cache directory), then in a new process with that warm cache. Peers are
-measured only when installed (PyTorch eager, torch.compile, JAX jit).
+empty cache (a fresh cache directory), then in a new process with that warm cache.
+``overhead``: the per-call cost of Python around a compiled ``tiny`` step: the median step time
+minus the median time of its native call alone (the same program, called in the same process,
+alternating blocks of calls). Peers are measured only when installed (PyTorch eager,
+torch.compile, JAX jit).
 """
 from __future__ import annotations
 
@@ -118,6 +121,44 @@ def tg_step(name):
     return lambda: step(*args), step
 
 
+# ----------------------------------------------------------------------------- per-call overhead
+def overhead(calls=2000, rounds=7):
+    """(step, native, step - native) in seconds for the compiled tiny step: medians over
+    ``rounds`` blocks of ``calls`` calls, step and native blocks alternating."""
+    from tracegrad.backends.c import _ffi_instance
+
+    import workloads
+
+    step, args = workloads.make_tiny("c")
+    step(*args)
+    step(*args)
+    exe = step.programs[0].executable
+    ffi = _ffi_instance()
+    # the native call on its own pointer array: inputs as the last step bound them, outputs
+    # into buffers kept alive here (the program's own slots may point at freed results)
+    ptrs = ffi.new("void *[]", len(exe._ptrs))
+    for k in range(len(exe._ptrs)):
+        ptrs[k] = exe._ptrs[k]
+    keep = [np.empty(s, d) for s, d in exe._outs]
+    for k, o in enumerate(keep):
+        ptrs[exe._out0 + k] = ffi.from_buffer(o)
+    run, ws = exe._run, exe._ws
+
+    def block(fn):
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter() - t) / calls
+
+    steps, natives = [], []
+    for _ in range(rounds):
+        steps.append(block(lambda: step(*args)))
+        natives.append(block(lambda: run(ptrs, ws)))
+    t_step, t_native = statistics.median(steps), statistics.median(natives)
+    del keep
+    return t_step, t_native, t_step - t_native
+
+
 # ----------------------------------------------------------------------------- compile time
 COMPILE_SCRIPT = r"""
 import json, sys, time
@@ -142,13 +183,19 @@ def compile_times():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workloads", default="tiny,custom,chain,medium,compile")
+    ap.add_argument("--workloads", default="tiny,custom,chain,medium,compile,overhead")
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--no-torch-compile", action="store_true")
     args = ap.parse_args(argv)
     names = args.workloads.split(",")
     rows = []
     for name in names:
+        if name == "overhead":
+            t_step, t_native, t_py = overhead()
+            rows.append(("overhead (tiny: step - native)", f"{t_py*1e6:.1f} us",
+                         f"step {t_step*1e6:.1f} us", f"native {t_native*1e6:.1f} us", "", ""))
+            print(rows[-1], flush=True)
+            continue
         if name == "compile":
             cold, warm = compile_times()
             rows.append(("compile (tiny first call)", f"cold {cold['first_call']*1e3:.0f} ms", f"warm {warm['first_call']*1e3:.0f} ms", "", "", ""))

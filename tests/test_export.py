@@ -359,8 +359,8 @@ def test_readme_example_compiles_and_runs(built):
 def test_errors():
     with pytest.raises(CompileError, match="graph break"):
         tg.export(lambda x: x * 2 if x.sum() > 0 else x, tg.ones(3), name="brk")
-    with pytest.raises(NotImplementedError, match="dynamic=True"):
-        tg.export(lambda x: x, tg.ones(3), name="d", dynamic=True)
+    # dynamic=True is supported (tests/test_export_dynamic.py): the batch dim is written "B"
+    assert tg.export(lambda x: x, tg.ones(3), name="d", dynamic=True).signature["outputs"] == [("result", ("B",), "float32")]
     with pytest.raises(CompileError, match="split=True"):  # nothing requires grad
         tg.export(lambda x: x * 2, tg.ones(3), name="s", split=True)
     with pytest.raises(ValueError, match="C identifier"):

@@ -32,7 +32,7 @@ def inspect(argv):
 
 def export(argv):
     """python -m tracegrad export path/to/file.py:function --arg x=f32[32,64] ... -o DIR [--name N]
-    [--build]: export the function as a standalone C library (see docs/export.md)."""
+    [--dynamic] [--split] [--build]: export the function as a standalone C library (see docs/export.md)."""
     import argparse
     import subprocess
     import sys
@@ -48,12 +48,16 @@ def export(argv):
     ap.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write")
     ap.add_argument("--name", help="C name of the function (default: the Python name)")
     ap.add_argument("--build", action="store_true", help="also run make in DIR")
+    ap.add_argument("--dynamic", action="store_true",
+                    help="the leading dim of the batch arguments is a runtime batch size B")
+    ap.add_argument("--split", action="store_true",
+                    help="separate <name>_forward and <name>_backward entry points")
     opts = ap.parse_args(argv)
     try:
         fn = load_target(opts.target)
         named = dict(parse_arg(a, seed=k) for k, a in enumerate(opts.arg))
         args, kwargs = _bind(fn, named)
-        ep = tg.export(fn, *args, name=opts.name, **kwargs)
+        ep = tg.export(fn, *args, name=opts.name, dynamic=opts.dynamic, split=opts.split, **kwargs)
     except (ValueError, FileNotFoundError, AttributeError, TypeError, NotImplementedError,
             tg.compiler.CompileError) as exc:
         print(f"tracegrad export: {exc}", file=sys.stderr)

@@ -18,7 +18,10 @@ import os
 import warnings
 
 from . import pytree
+from .autograd import anomaly as _anomaly
+from .autograd import forward_ad as _forward_ad
 from .autograd import grad_mode
+from .autograd import saved_hooks as _saved_hooks
 from .ir import autodiff, partition, trace
 from .ir.capture import trace_function
 from .program import Program
@@ -32,8 +35,15 @@ class CompileError(RuntimeError):
     """Raised with ``fullgraph=True`` when a function cannot be captured; says why and where."""
 
 
+_log_topics = ("", frozenset())  # (TRACEGRAD_LOG as last read, its topics)
+
+
 def _log_enabled(topic):
-    return topic in {t.strip() for t in os.environ.get("TRACEGRAD_LOG", "").split(",")}
+    global _log_topics
+    raw = os.environ.get("TRACEGRAD_LOG", "")  # read at every call: it may change at run time
+    if raw != _log_topics[0]:
+        _log_topics = (raw, frozenset(t.strip() for t in raw.split(",")))
+    return topic in _log_topics[1]
 
 
 def _log(topic, msg, *args):
@@ -151,7 +161,12 @@ def capture_program(fn, args, kwargs, backend, options=None, name=None, extra_gu
     if _log_enabled("ir"):
         text = str(forward) + "\n\n" + str(backward) if forward is not None else str(graph)
         _log("ir", "captured %s\n%s", graph.name, text)
-    exe = _build(backend, forward if forward is not None else graph, backend_options)
+    fwd_options = backend_options
+    if backend == "c":  # results the executable may write straight into user tensors
+        from .program import inplace_pairs
+
+        fwd_options = dict(backend_options, inplace=inplace_pairs(c.cap))
+    exe = _build(backend, forward if forward is not None else graph, fwd_options)
     bexe = _build(backend, backward, backend_options) if backward is not None else None
     prog = Program(c.cap, backend, graph, forward, backward, grad_positions=c.positions,
                    executable=exe, backward_executable=bexe, saved_choice=c.choice,
@@ -174,6 +189,9 @@ def _prune_inputs(joint, cap, positions):
     joint.inputs = [joint.inputs[k] for k in keep] + joint.inputs[n_bound:]
     cap.bindings = [cap.bindings[k] for k in keep]
     return [renumber[p] for p in positions]
+
+
+_CONTAINERS = (tuple, list, dict)  # what pytree.flatten descends into
 
 
 class CompiledFunction:
@@ -206,7 +224,10 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if self._eager:
             return self.fn(*args, **kwargs)
-        flat, spec = pytree.flatten((args, kwargs))
+        if not kwargs and not any(isinstance(a, _CONTAINERS) for a in args):
+            flat, spec = list(args), None  # leaves only: the spec is only needed on a miss
+        else:
+            flat, spec = pytree.flatten((args, kwargs))
         blocked = self._autograd_state_blocker(flat, args, kwargs)
         if blocked is not None:  # checked before the cache: a stored program would ignore it
             return self._run_eager_once(blocked, args, kwargs)
@@ -236,6 +257,8 @@ class CompiledFunction:
         prog = self._capture(args, kwargs)
         if prog is None:
             return self.fn(*args, **kwargs)
+        if spec is None:
+            spec = pytree.flatten((args, kwargs))[1]
         prog = self._dynamic_wrap(prog, flat, spec)
         self.programs.append(prog)
         _log("cache", "%s: compiled program %d", self.__name__, len(self.programs))
@@ -245,18 +268,16 @@ class CompiledFunction:
         """Why autograd state outside the arguments' guards (custom saved-tensor hooks, anomaly
         mode, forward-AD tangents on the arguments or on lifted tensors) forbids running a
         compiled program for this call, or None."""
-        from .autograd import anomaly, forward_ad, saved_hooks
-        from .tensor import Tensor
-
-        reason = saved_hooks.compile_blocker() or anomaly.compile_blocker()
-        if reason is None and forward_ad._state is not None:
+        reason = _saved_hooks.compile_blocker() or _anomaly.compile_blocker()
+        if reason is None and _forward_ad._state is not None:
             from .ir.capture import _arg_names
+            from .tensor import Tensor
 
             names = _arg_names(self.fn, args, kwargs, len(flat))
             tensors = [(x, f"argument {names[i]}") for i, x in enumerate(flat) if isinstance(x, Tensor)]
             tensors += [(e.tensor, "a tensor the function reads from outside")
                         for p in self.programs for e in p.capture.lifted]
-            reason = forward_ad.compile_blocker([t for t, _ in tensors], [n for _, n in tensors])
+            reason = _forward_ad.compile_blocker([t for t, _ in tensors], [n for _, n in tensors])
         return reason
 
     def _run_eager_once(self, reason, args, kwargs):

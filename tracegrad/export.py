@@ -13,7 +13,8 @@ results, then the new value of every tensor the function updated (parameters aft
 optimizer step, in-place modified arguments, assigned ``.grad``). Non-tensor arguments are
 baked into the code. ``split=True`` writes a library with ``<name>_forward`` (the results, then
 the saved tensors) and ``<name>_backward`` (saved tensors and incoming gradients -> gradients
-of the differentiable inputs), see :class:`SplitExportedProgram`. See docs/export.md.
+of the differentiable inputs), see :class:`SplitExportedProgram`. ``dynamic=True`` makes the
+batch size a runtime value of the library (export_dynamic.py). See docs/export.md.
 
 >>> import tracegrad as tg
 >>> ep = tg.export(lambda x: (x * x).sum(), tg.ones(3), name="sumsq")
@@ -52,9 +53,54 @@ class TensorSpec:
         self.name_c = name.replace("\\", "\\\\").replace('"', '\\"')
         self.macro = None  # set by ExportedProgram (unique C macro prefix)
         self.source = None  # () -> the current array of the user tensor behind it
+        # dynamic=True: per dim (a, c) of a*B + c (None: static); sym_shape writes them as
+        # "B", "2*B+1", ... (ints where a == 0); shape/numel/nbytes stay the example's
+        self.dims, self.sym_shape, self.dynamic = None, self.shape, False
+        self.shape_a, self.shape_cc = None, self.shape_c  # per-dim a and c, C text (templates)
+
+    def set_dims(self, dims):
+        """Make the shape ``a*B + c`` per dim (``dims``: list of (a, c), checked against the
+        example shape by the caller)."""
+        from .backends.c.symbolic import eval_affine
+
+        self.dims = [tuple(int(x) for x in d) for d in dims]
+        self.dynamic = any(a for a, _ in self.dims)
+        self.sym_shape = tuple(_dim_text(a, c) for a, c in self.dims)
+        self.type_str = f"{self.dtype_name}[{', '.join(map(str, self.sym_shape))}]"
+        self.shape_a = ", ".join(str(a) for a, _ in self.dims)
+        self.shape_cc = ", ".join(str(c) for _, c in self.dims)
+        # C expressions of the macro argument (B) for the header's <T>_SHAPE(B) / <T>_NUMEL(B)
+        self.shape_expr = ", ".join(_dim_c(a, c, "(B)") for a, c in self.dims)
+        self.numel_expr = " * ".join(f"(int64_t){_dim_c(a, c, '(B)')}" for a, c in self.dims) or "1"
+        self.eval_shape = lambda b: tuple(eval_affine(d, b) for d in self.dims)
+
+    @property
+    def shape_ref(self):
+        """C text of this tensor's shape initializer (``<T>_SHAPE(B)`` for a dynamic shape)."""
+        return f"{self.macro}_SHAPE(B)" if self.dynamic else f"{self.macro}_SHAPE"
+
+    @property
+    def numel_ref(self):
+        return f"{self.macro}_NUMEL(B)" if self.dynamic else f"{self.macro}_NUMEL"
 
     def __repr__(self):
         return f"TensorSpec({self.kind} {self.index}: {self.name} {self.type_str}, {self.role})"
+
+
+def _dim_text(a, c):
+    """A dim ``a*B + c`` as written in signatures: 5, "B", "2*B", "B+1", "3*B-2"."""
+    if a == 0:
+        return c
+    term = "B" if a == 1 else f"{a}*B"
+    return term if c == 0 else f"{term}{c:+d}"
+
+
+def _dim_c(a, c, var):
+    """C text of ``a*var + c`` (int64)."""
+    if a == 0:
+        return str(c)
+    term = var if a == 1 else f"{a}*{var}"
+    return term if c == 0 else f"({term} {'+' if c > 0 else '-'} {abs(c)})"
 
 
 def export(fn, *example_args, backend="c", name=None, dynamic=False, split=False, **example_kwargs):
@@ -71,21 +117,24 @@ def export(fn, *example_args, backend="c", name=None, dynamic=False, split=False
     """
     if backend != "c":
         raise ValueError(f"tg.export: backend must be 'c', got {backend!r}")
-    if dynamic:
-        raise NotImplementedError("tg.export(dynamic=True): exported libraries have static shapes; "
-                                  "export once per shape you need (name=... keeps them apart)")
     name = name or getattr(fn, "__name__", None) or "exported"
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name.startswith("tg_"):
         raise ValueError(f"tg.export: name {name!r} is not a usable C identifier (letters, digits, _; "
                          "not starting with tg_); pass name=...")
+    if dynamic:  # the leading size of the batch arguments is a runtime value (export_dynamic.py)
+        from .export_dynamic import export_dynamic
+
+        return export_dynamic(fn, example_args, example_kwargs, name, split)
     if split:
         return SplitExportedProgram(name, *_capture_split(fn, example_args, example_kwargs, name))
     graph, inputs, outputs = _capture(fn, example_args, example_kwargs, name)
     return ExportedProgram(name, graph, inputs, outputs)
 
 
-def _capture(fn, args, kwargs, name):
-    """Trace with fullgraph semantics, optimise, and order inputs/outputs for the ABI."""
+def _capture(fn, args, kwargs, name, full=False):
+    """Trace with fullgraph semantics, optimise, and order inputs/outputs for the ABI.
+    ``full``: also return the capture and the listing of the trace before any pass (what
+    dynamic=True compares between batch sizes)."""
     from .compiler import CompileError, _prune_inputs
     from .ir import passes, trace
     from .ir.capture import trace_function
@@ -95,6 +144,10 @@ def _capture(fn, args, kwargs, name):
     except trace.GraphBreak as gb:
         where = f" at {gb.where}" if gb.where else ""
         raise CompileError(f"tg.export: graph break in {name}: {gb.reason}{where}") from None
+    if full:
+        from .dynamic import trace_listing
+
+        trace_text = trace_listing(cap.graph)
     cap.tracer = None  # no differentiation pass: the C caller gets values, not autograd graphs
     g = cap.graph
     passes.optimize(g)
@@ -143,6 +196,8 @@ def _capture(fn, args, kwargs, name):
         t.source = (lambda b=b: _binding_array(b.kind, b.ref, flat))
     for t, (_, _, _, (kind, ref)) in zip(out_specs[len(results):], named):
         t.source = (lambda kind=kind, ref=ref: _binding_array(kind, ref, flat))
+    if full:
+        return g, in_specs, out_specs, cap, trace_text
     return g, in_specs, out_specs
 
 
@@ -187,6 +242,9 @@ class ExportedProgram:
     dtype name)], "outputs": [...]}), ``inputs``/``outputs`` (TensorSpec lists), ``graph`` (the
     IR), ``workspace`` (bytes per call) and ``files()`` / ``save(directory)``."""
 
+    dynamic = False  # dynamic=True: see export_dynamic.DynamicExportedProgram
+    filled = ()  # (constant index, dims, value) of constants filled per call (dynamic only)
+
     def __init__(self, name, graph, inputs, outputs):
         from .backends import c
         from .backends.c.lower import lower
@@ -194,13 +252,14 @@ class ExportedProgram:
 
         self.name, self.graph, self.inputs, self.outputs = name, graph, inputs, outputs
         self.NAME = name.upper()
-        try:
-            # openmp=True only adds pragmas; the Makefile's OPENMP switch decides whether they act
-            self.plan = lower(graph, {"openmp": True})
-        except c.Unsupported as e:
-            raise CompileError(f"tg.export: the C backend cannot compile {name}: {e}") from None
-        self.kernel = c.render(self.plan, graph.name, export=name)
-        self.workspace = self.plan.workspace
+        if not self.dynamic:
+            try:
+                # openmp=True only adds pragmas; the Makefile's OPENMP switch decides whether they act
+                self.plan = lower(graph, {"openmp": True})
+            except c.Unsupported as e:
+                raise CompileError(f"tg.export: the C backend cannot compile {name}: {e}") from None
+            self.kernel = c.render(self.plan, graph.name, export=name)
+            self.workspace = self.plan.workspace
         used = set()
         for t in inputs + outputs:
             base = f"{name.upper()}_{'IN' if t.kind == 'in' else 'OUT'}_" + \
@@ -211,8 +270,8 @@ class ExportedProgram:
 
     @property
     def signature(self):
-        return {"inputs": [(t.name, t.shape, t.dtype_name) for t in self.inputs],
-                "outputs": [(t.name, t.shape, t.dtype_name) for t in self.outputs]}
+        return {"inputs": [(t.name, t.sym_shape, t.dtype_name) for t in self.inputs],
+                "outputs": [(t.name, t.sym_shape, t.dtype_name) for t in self.outputs]}
 
     def example_inputs(self):
         """The current values of the tensors bound to the inputs (arguments as given to export,
@@ -238,15 +297,15 @@ class ExportedProgram:
         ct = {"f32": "float", "f64": "double", "i64": "int64_t", "i32": "int32_t", "b8": "uint8_t"}
         n = self.name
         lines = ["#include <stdio.h>", "#include <stdlib.h>", f'#include "{n}.h"', "",
-                               "int main(void) {"]
+                 "int main(void) {"] + self._example_batch()
         for group, specs in (("in", self.inputs), ("out", self.outputs)):
             for t in specs:
                 c = ct[t.dtype.short]
                 lines.append(f"  /* {group}put {t.index}: {t.name} {t.type_str} */")
-                lines.append(f"  static const int64_t {group}{t.index}_shape[] = {t.macro}_SHAPE;")
-                lines.append(f"  {c} *{group}{t.index} = ({c} *)calloc({t.macro}_NUMEL + 1, sizeof({c}));")
+                lines.append(f"  const int64_t {group}{t.index}_shape[] = {t.shape_ref};")
+                lines.append(f"  {c} *{group}{t.index} = ({c} *)calloc({t.numel_ref} + 1, sizeof({c}));")
                 if group == "in" and t.dtype.is_floating_point:
-                    lines.append(f"  for (int64_t i = 0; i < {t.macro}_NUMEL; i++) in{t.index}[i] = "
+                    lines.append(f"  for (int64_t i = 0; i < {t.numel_ref}; i++) in{t.index}[i] = "
                                  f"({c})(0.01 * (double)(i % 17));")
         for group, specs in (("in", self.inputs), ("out", self.outputs)):
             items = ", ".join(f"{{{group}{t.index}, {t.macro}_DTYPE, {t.macro}_NDIM, {group}{t.index}_shape}}"
@@ -260,6 +319,10 @@ class ExportedProgram:
         lines += [f"  free({g}{t.index});" for g, s in (("in", self.inputs), ("out", self.outputs)) for t in s]
         lines += ["  return 0;", "}"]
         return "\n".join(lines)
+
+    def _example_batch(self):
+        """Lines declaring the batch size the example calls a dynamic export with."""
+        return []
 
     def files(self):
         """{file name: text} of the library directory."""
@@ -291,11 +354,22 @@ def render_library(name, entries, example, kind=""):
     env = _jinja_env()
     files, sources = {}, []
     for e in entries:
-        consts = [{"ctype": c.dtype.c_type, "count": max(int(np.prod(c.shape, dtype=np.int64)), 1),
-                   "init": _c_values(c.data, c.dtype)} for c in e.graph.constants()]
+        filled = {k: (dims, value) for k, dims, value in e.filled}
+        consts = []
+        for k, c in enumerate(e.plan.graph.constants()):  # the lowered graph's, in slot order
+            if k in filled:  # its shape follows the batch size: filled per call (dynamic only)
+                dims, value = filled[k]
+                consts.append({"ctype": c.dtype.c_type, "filled": True, "itemsize": c.dtype.itemsize,
+                               "fill": _c_values(np.asarray(value), c.dtype),
+                               "numel": " * ".join(f"(int64_t){_dim_c(a, cc, 'B')}" for a, cc in dims) or "1"})
+            else:
+                consts.append({"ctype": c.dtype.c_type, "filled": False, "init": _c_values(c.data, c.dtype),
+                               "count": max(int(np.prod(c.shape, dtype=np.int64)), 1)})
         ctx = dict(name=e.name, header=name, graph_name=e.graph.name, inputs=e.inputs,
                    outputs=e.outputs, workspace=e.workspace, kernel=e.kernel, consts=consts,
-                   n_slots=max(len(e.inputs) + len(consts) + len(e.outputs), 1))
+                   n_slots=max(len(e.inputs) + len(consts) + len(e.outputs), 1),
+                   dynamic=e.dynamic, batch_input=getattr(e, "batch_input", None),
+                   max_ndim=max([len(t.shape) for t in e.inputs + e.outputs] + [1]))
         files[f"{e.name}.c"] = env.get_template("export_wrapper.c.j2").render(ctx)
         sources.append(e.name)
     ctx = dict(name=name, NAME=name.upper(), entries=entries, sources=sources, kind=kind,
@@ -312,11 +386,18 @@ def _capture_split(fn, args, kwargs, name):
     """Trace, differentiate, optimise and partition as ``tg.compile`` does for differentiable
     outputs (compiler.capture_program); returns the forward and backward entry points as
     ExportedPrograms ``<name>_forward`` and ``<name>_backward``."""
+    (fwd, in_specs, f_out), (bwd, b_in, b_out), _ = _split_parts(fn, args, kwargs, name)
+    return ExportedProgram(f"{name}_forward", fwd, in_specs, f_out), \
+        ExportedProgram(f"{name}_backward", bwd, b_in, b_out)
+
+
+def _split_parts(fn, args, kwargs, name, keep_trace_text=False):
+    """(forward graph, inputs, outputs), (backward graph, inputs, outputs), CapturedGraphs."""
     from .compiler import CompileError, capture_graphs
     from .ir import trace
 
     try:
-        c = capture_graphs(fn, args, kwargs, name=name)
+        c = capture_graphs(fn, args, kwargs, name=name, keep_trace_text=keep_trace_text)
     except trace.GraphBreak as gb:
         where = f" at {gb.where}" if gb.where else ""
         raise CompileError(f"tg.export: graph break in {name}: {gb.reason}{where}") from None
@@ -367,8 +448,7 @@ def _capture_split(fn, args, kwargs, name):
     flat = pytree.flatten((args, kwargs))[0]
     for t, b in zip(in_specs, cap.bindings):
         t.source = (lambda b=b: _binding_array(b.kind, b.ref, flat))
-    return ExportedProgram(f"{name}_forward", fwd, in_specs, f_out), \
-        ExportedProgram(f"{name}_backward", bwd, b_in, b_out)
+    return (fwd, in_specs, f_out), (bwd, b_in, b_out), c
 
 
 class SplitExportedProgram:
@@ -399,17 +479,17 @@ class SplitExportedProgram:
         f, b = self.forward, self.backward
         n_res = sum(t.role == "result" for t in f.outputs)
         lines = ["#include <stdio.h>", "#include <stdlib.h>", f'#include "{self.name}.h"', "",
-                 "int main(void) {"]
+                 "int main(void) {"] + f._example_batch()
         bufs = [("fi", t) for t in f.inputs] + [("fo", t) for t in f.outputs] \
             + [("bi", t) for t in b.inputs[len(f.outputs) - n_res:]] + [("bo", t) for t in b.outputs]
         for tag, t in bufs:
             c = ct[t.dtype.short]
             lines.append(f"  /* {t.name} {t.type_str} */")
-            lines.append(f"  static const int64_t {tag}{t.index}_shape[] = {t.macro}_SHAPE;")
-            lines.append(f"  {c} *{tag}{t.index} = ({c} *)calloc({t.macro}_NUMEL + 1, sizeof({c}));")
+            lines.append(f"  const int64_t {tag}{t.index}_shape[] = {t.shape_ref};")
+            lines.append(f"  {c} *{tag}{t.index} = ({c} *)calloc({t.numel_ref} + 1, sizeof({c}));")
             if (tag == "fi" and t.dtype.is_floating_point) or tag == "bi":
                 val = "1" if tag == "bi" else "0.01 * (double)(i % 17)"
-                lines.append(f"  for (int64_t i = 0; i < {t.macro}_NUMEL; i++) {tag}{t.index}[i] = ({c})({val});")
+                lines.append(f"  for (int64_t i = 0; i < {t.numel_ref}; i++) {tag}{t.index}[i] = ({c})({val});")
 
         def items(specs, tag):
             return ", ".join(f"{{{tag}{t.index}, {t.macro}_DTYPE, {t.macro}_NDIM, {tag}{t.index}_shape}}"

@@ -51,6 +51,9 @@ class Program:
         self.saved_choice = saved_choice
         self.annotation_bytes = annotation_bytes
         self.calls = 0
+        self._targets = _target_getters(capture, executable, len((forward or graph).outputs))
+        self._fast_check = None  # fastpath.compile_check(capture), made at the first call
+        self._fast_run = None  # fastpath.compile_run(...), or False where it does not apply
 
     # ------------------------------------------------------------------ inspection
     @property
@@ -113,6 +116,13 @@ class Program:
     # ------------------------------------------------------------------ guards
     def mismatch(self, flat_args, grad_enabled):
         """None when this program may run for these arguments, else the reason it may not."""
+        check = self._fast_check
+        if check is None:
+            from . import fastpath
+
+            check = self._fast_check = fastpath.compile_check(self.capture)
+        if check(flat_args, grad_enabled):  # the same conditions as below, straight-line
+            return None
         cap = self.capture
         if grad_enabled != cap.grad_enabled:
             return f"grad mode changed to {grad_enabled}"
@@ -130,10 +140,20 @@ class Program:
 
     # ------------------------------------------------------------------ running
     def run(self, flat_args):
+        fast = self._fast_run
+        if fast is None:
+            fast = self._fast_run = self._compile_run()
+        if fast:
+            return fast(flat_args)
         cap = self.capture
         arrays = bind_inputs(cap.bindings, flat_args)
         versions = self._input_versions(flat_args) if self.forward is not None else None
-        results = self._execute(arrays)
+        getters = self._targets
+        if getters is None:
+            results = self._execute(arrays)
+        else:  # user storage the executable may write directly (see _target_getters)
+            results = self._execute(arrays, [arrays[r] if c == 0 else _target(c, r, flat_args)
+                                             for c, r in getters])
         graph = self.forward if self.forward is not None else self.graph
         n_out, n_wb = len(self.graph.outputs), len(graph.writebacks)
         n_all = len(graph.outputs)
@@ -159,17 +179,28 @@ class Program:
 
         return pytree.unflatten(cap.out_spec, leaves)
 
-    def _execute(self, arrays):
-        """Run the executable; while tg.autograd.profiler.profile records, the whole program is
-        one row named "compiled <graph name>" (its ops run inside the executable)."""
+    def _compile_run(self):
+        """The generated run (fastpath.compile_run) where results are fresh buffers, else
+        False: the interpreter may return views of inputs, which run() below sorts out."""
+        if not getattr(self.executable, "fresh_results", False):
+            return False
+        from . import fastpath
+
+        return fastpath.compile_run(self, self._targets) or False
+
+    def _execute(self, arrays, targets=None):
+        """Run the executable (``run_into`` when ``targets`` are given); while
+        tg.autograd.profiler.profile records, the whole program is one row named
+        "compiled <graph name>" (its ops run inside the executable)."""
         from .ops import registry
 
+        exe = self.executable
         prof = registry._profiler
         if prof is None:
-            return self.executable(arrays)
+            return exe(arrays) if targets is None else exe.run_into(arrays, targets)
         r = prof._Range(f"compiled {self.graph.name}", [list(a.shape) for a in arrays], "compiled")
         try:
-            return self.executable(arrays)
+            return exe(arrays) if targets is None else exe.run_into(arrays, targets)
         finally:
             r.close()
 
@@ -204,6 +235,49 @@ class Program:
         for nr, (k, _) in enumerate(cap.diff_outputs):
             t = out_tensors[k]
             t._requires_grad, t._grad_fn, t._output_nr = True, node, nr
+
+
+_INPLACE_KINDS = ("arg", "data", "grad", "arg_grad")
+
+
+def inplace_pairs(cap):
+    """(write-back index, graph input index or -1) for every write-back into a user tensor's
+    own storage (an argument, a parameter or optimizer state, an existing .grad): the C
+    backend may write those results in place. The input is the one bound to that same
+    storage (the program reads the old value through it), -1 when the program never reads it."""
+    out = []
+    for j, (kind, ref) in enumerate(cap.writebacks):
+        if kind not in _INPLACE_KINDS:
+            continue
+        same = (lambda b: b.ref is ref) if kind in ("data", "grad") else (lambda b: b.ref == ref)
+        k = next((n for n, b in enumerate(cap.bindings) if b.kind == kind and same(b)), -1)
+        out.append((j, k))
+    return tuple(out)
+
+
+def _target_getters(cap, exe, n_outputs):
+    """Per in-place result of ``exe`` (``exe.inplace``), how to find its target at call time:
+    (0, input index) -- the paired input's array, the same storage -- or (kind code, ref) for
+    ``_target``; None when the executable writes nothing in place."""
+    slots = getattr(exe, "inplace", None)
+    if not slots or not hasattr(exe, "run_into"):
+        return None
+    codes = {"arg": 1, "data": 2, "grad": 3, "arg_grad": 4}
+    out = []
+    for pos, k in slots:
+        kind, ref = cap.writebacks[pos - n_outputs]
+        out.append((0, k) if k >= 0 else (codes[kind], ref))
+    return out
+
+
+def _target(code, ref, flat_args):
+    if code == 1:
+        return flat_args[ref]._value
+    if code == 2:
+        return ref._value
+    if code == 3:
+        return ref._grad._value
+    return flat_args[ref]._grad._value
 
 
 def _arg_mismatch(x, g):
@@ -300,7 +374,8 @@ def _apply_writebacks(cap, arrays, flat_args, graph, inputs):
 
 
 def _copy_into(t, a):
-    np.copyto(t._value, a)
+    if a is not t._value:  # else the executable wrote it in place (run_into)
+        np.copyto(t._value, a)
     t._bump_version()
 
 

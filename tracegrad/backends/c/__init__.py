@@ -25,6 +25,7 @@ import hashlib
 import importlib.resources
 import os
 import warnings
+from operator import is_
 from pathlib import Path
 
 import numpy as np
@@ -162,7 +163,8 @@ def build(graph, options=None):
         plan, source = lowered()
         so = toolchain.compile_shared(source, str(tmpdir), flag_list)
         meta = {"workspace": plan.workspace, "source": source,
-                "outputs": [[list(s), np.dtype(d).str] for s, d in plan.out_specs]}
+                "outputs": [[list(s), np.dtype(d).str] for s, d in plan.out_specs],
+                "inplace": [list(p) for p in plan.inplace], "deferred": list(plan.deferred)}
         return so, meta
 
     key = cache_key(graph, options, flag_list, cc_version)
@@ -218,8 +220,16 @@ class CExecutable:
         self._ws = ffi.cast("char *", addr + (-addr) % 64)
         self._last = [None] * self._n_in
         self._from_buffer = ffi.from_buffer
+        # (output position, paired input index or -1) per result run_into may write into the
+        # caller's storage (lower.lower(): the code is correct whether or not it does)
+        self.inplace = [tuple(p) for p in meta.get("inplace", ())]
+        # of those, the positions the code copies in after its last kernel (a read of the
+        # paired input follows the write: lower._hazards)
+        self.deferred = list(meta.get("deferred", ()))
+        self._into = None  # run_into's arrangement for the last targets (see _arrange)
 
     def __call__(self, inputs):
+        self._into = None  # the output slots below no longer point at run_into's targets
         ptrs, last, fb = self._ptrs, self._last, self._from_buffer
         keep = None
         for i, a in enumerate(inputs):
@@ -241,6 +251,86 @@ class CExecutable:
         if self._run(ptrs, self._ws):
             self._raise(inputs)
         return outs
+
+    def run_into(self, inputs, targets):
+        """Run, writing each result of ``self.inplace`` into its target (one array or None per
+        entry: the user's storage that result is written back to) when that is safe: the
+        target is C-contiguous, writeable, of the result's shape and dtype, is its paired
+        input's very array (when paired) and overlaps no other input or target. Other results
+        come in fresh buffers, as from ``__call__``. A target written is returned itself
+        (``results[pos] is target``), so the caller skips the copy.
+
+        The arrangement is kept while the inputs and targets are the same objects (their
+        memory cannot move); a new input is checked against the targets in use (one
+        ``np.may_share_memory`` each); new targets arrange again."""
+        ptrs, last, fb = self._ptrs, self._last, self._from_buffer
+        keep = new = None
+        if not all(map(is_, inputs, last)):  # (the usual step: parameters keep their arrays)
+            for i, a in enumerate(inputs):
+                if a is last[i]:
+                    continue
+                if a.dtype != self._in_dtypes[i] or not a.flags.c_contiguous:
+                    a = np.ascontiguousarray(a, dtype=self._in_dtypes[i])
+                    keep = [] if keep is None else keep
+                    keep.append(a)  # a copy made before the call: safe to read whatever happens
+                    last[i] = None
+                else:
+                    last[i] = a
+                    new = [] if new is None else new
+                    new.append(i)
+                ptrs[i] = fb(a)
+        into = self._into
+        if into is None or not all(map(is_, targets, into[1])):
+            into = self._arrange(inputs, targets)
+        elif new is not None and into[0]:
+            into = self._arrange(inputs, targets)  # a target left out may fit again
+        elif new is not None:
+            for i in new:
+                a = inputs[i]
+                if any(k != i and np.may_share_memory(a, t) for _, t, k in into[2]):
+                    into = self._arrange(inputs, targets)
+                    break
+        results = list(into[3])
+        for k, pos, shape, dt in into[4]:
+            o = np.empty(shape, dt)
+            ptrs[k] = fb(o)
+            results[pos] = o
+        if self._run(ptrs, self._ws):
+            self._raise(inputs)
+        return results
+
+    def _arrange(self, inputs, targets):
+        """Decide which targets run_into writes directly; point their output slots at them.
+        Returns (dropped any?, targets, [(pos, target, paired input)], results template,
+        [(slot, pos, shape, dtype)] of fresh outputs); also kept as ``self._into``."""
+        last = self._last
+        active = []
+        for (pos, k), t in zip(self.inplace, targets):
+            if t is None:
+                continue
+            shape, dt = self._outs[pos]
+            if t.shape != shape or t.dtype != dt or not t.flags.c_contiguous or not t.flags.writeable:
+                continue
+            if k >= 0 and (inputs[k] is not t or last[k] is not t):
+                continue  # not the paired input's own array (or that input was copied)
+            # an input the program reads after this result is written must not share its
+            # memory (copied inputs, last[i] None, are private)
+            if any(i != k and last[i] is not None and np.may_share_memory(a, t)
+                   for i, a in enumerate(inputs)):
+                continue
+            active.append((pos, t, k))
+        clash = {n for n, (_, t, _) in enumerate(active) for m, (_, u, _) in enumerate(active)
+                 if n != m and np.may_share_memory(t, u)}
+        active = [e for n, e in enumerate(active) if n not in clash]
+        results = [None] * len(self._outs)
+        for pos, t, _ in active:
+            self._ptrs[self._out0 + pos] = self._from_buffer(t)
+            results[pos] = t
+        fresh = [(self._out0 + pos, pos, s, d) for pos, (s, d) in enumerate(self._outs)
+                 if results[pos] is None]
+        dropped = len(active) < sum(t is not None for t in targets)
+        self._into = (dropped, list(targets), active, results, fresh)
+        return self._into
 
     def _raise(self, inputs):
         from ..interpreter import run_graph

@@ -12,7 +12,10 @@ The plan, in one pass over the nodes in program order:
   order of kernels always respects the data flow;
 - matmul, index, nn and concatenation primitives are kernels of their own;
 - every stored value lives in an output array (when the caller receives it) or in the one
-  workspace of the program, at an offset chosen by ``memory.plan`` from the liveness of values.
+  workspace of the program, at an offset chosen by ``memory.plan`` from the liveness of values;
+- write-backs the caller may point at the user's own storage (option ``inplace``: parameters,
+  optimizer state, .grad) are written only after the last read of the input that storage
+  also is, else computed into the workspace and copied in at the end (``_hazards``).
 
 An op this file cannot lower raises ``Unsupported`` (the caller falls back to the interpreter).
 """
@@ -95,11 +98,15 @@ class Plan:
         self.consts = []  # ndarrays passed after the inputs
         self.out_specs = []  # (shape, numpy dtype) per output slot
         self.workspace = 0
+        self.inplace = []  # (output slot position, paired input index or -1): see lower()
+        self.deferred = ()  # in-place positions copied in at the end (a read-after-write hazard)
 
 
 class Lowerer:
-    def __init__(self, graph, options=None):
+    def __init__(self, graph, options=None, deferred=()):
         self.g = graph
+        self.deferred = frozenset(deferred)  # output positions only the final copies may write
+        self._io = []  # per kernel: [(buffer name, "r" | "w" | "a" | "?", index or None)]
         self.options = options or {}
         self.plan = Plan(graph)
         self.views = {}  # id(value) -> View (materialized or a view of a materialized value)
@@ -136,7 +143,7 @@ class Lowerer:
     def _alloc(self, v):
         """A fresh contiguous home for value ``v``: an output slot it is returned in, else work."""
         for pos, ov in enumerate(self.out_values):
-            if ov is v and pos not in self.out_home:
+            if ov is v and pos not in self.out_home and pos not in self.deferred:
                 self.out_home[pos] = True
                 return View(self._out_bufs[pos].name, 0, v.shape, contiguous_strides(v.shape))
         nbytes = int(np.prod(v.shape, dtype=np.int64)) * v.dtype.itemsize
@@ -154,9 +161,11 @@ class Lowerer:
         g, plan = self.g, self.plan
         self._buf_by_name = {}
         slot = 0
+        self._in_names = []
         for v in g.inputs:
             b = self._buffer(ctype_of(v.dtype), 0, "input", slot)
             self._buf_by_name[b.name] = b
+            self._in_names.append(b.name)
             self.views[id(v)] = View(b.name, 0, v.shape, contiguous_strides(v.shape))
             slot += 1
         for c in g.constants():
@@ -177,12 +186,63 @@ class Lowerer:
         for nest in list(self.open.values()):
             self._close(nest)
         for pos, v in enumerate(self.out_values):  # outputs no kernel wrote directly
-            if pos not in self.out_home:
+            if pos not in self.out_home and pos not in self.deferred:
                 dst = View(self._out_bufs[pos].name, 0, v.shape, contiguous_strides(v.shape))
                 self._emit_copy(v, dst)
+        self._copy_deferred()
         plan.workspace = memory.plan([b for b in plan.buffers if b.kind == "work"],
                                      reuse=self.options.get("reuse_memory", True))
         return plan
+
+    def _copy_deferred(self):
+        """Deferred in-place outputs, last: a value that is (a view of) an input is first
+        staged in the workspace, then all are copied out, so that no copy into a user's buffer
+        comes before a read of any input (other outputs and the workspace hold final values)."""
+        staged = []
+        for pos in sorted(self.deferred):
+            v = self.out_values[pos]
+            src = None if v.kind == "literal" else self.resolve(v)
+            if src is not None and self._buf_by_name[src.buf].kind == "input":
+                src = self._materialize(v, src)
+            staged.append((pos, v, src))
+        for pos, v, src in staged:
+            dst = View(self._out_bufs[pos].name, 0, v.shape, contiguous_strides(v.shape))
+            if src is None:
+                self._emit_fill(dst, literal_c(v.data, v.dtype))
+            else:
+                self._emit_loop(v.shape, (), [("a", src, ctype_of(v.dtype))], [], [(dst, "a")], [])
+
+    def _hazards(self, pairs):
+        """In-place positions (``pairs``: position -> input index) whose output buffer is
+        written before the last read of its paired input, i.e. wrong when both are one array.
+        The one allowed overlap: a loop kernel that reads the input and writes the output at
+        the same index in the same iteration (an update ``p - lr * g``), every loop variable in
+        that index (no element is visited twice)."""
+        assert len(self._io) == len(self.plan.kernels)
+        bad = set()
+        for pos, k in pairs.items():
+            if k < 0:
+                continue  # the target is not an input: the call checks it overlaps none
+            out_b, in_b = self._out_bufs[pos].name, self._in_names[k]
+            writes = [i for i, io in enumerate(self._io) if any(b == out_b for b, _, _ in io)]
+            reads = [i for i, io in enumerate(self._io) if any(b == in_b for b, _, _ in io)]
+            if not writes or not reads or writes[0] > reads[-1]:
+                continue
+            if writes[0] < reads[-1] or not self._same_index_only(writes[0], in_b, out_b):
+                bad.add(pos)
+        return bad
+
+    def _same_index_only(self, kid, in_b, out_b):
+        kernel, io = self.plan.kernels[kid], self._io[kid]
+        if kernel["kind"] != "loop":
+            return False
+        idx = {(role, ix) for b, role, ix in io if b in (in_b, out_b)}
+        roles = {r for r, _ in idx}
+        if not roles <= {"r", "w"} or len({ix for _, ix in idx}) != 1:
+            return False
+        ix = next(iter(idx))[1]
+        used = set(re.findall(r"\bi\d+\b", ix))
+        return all(l["var"] in used or l["extent"] == 1 for l in kernel["loops"])
 
     def _node(self, n):
         name, kind = n.op.name, n.op.kind
@@ -396,6 +456,8 @@ class Lowerer:
         idx = [_index(vw, st, loop_vars) for vw, st in zip(views, lstrides)]
         nl = len(loads)
         ns = len(stores)
+        self._io.append([(vw.buf, "r" if k < nl else "w" if k < nl + ns else "a", ix)
+                         for k, (vw, ix) in enumerate(zip(views, idx))])
         work = int(np.prod(shape, dtype=np.int64))
         loops = [{"var": v, "extent": e, "reduce": bool(gp)} for v, e, gp in zip(loop_vars, lshape, lgroups)]
         n_kept = sum(1 for l in loops if not l["reduce"])
@@ -465,6 +527,7 @@ class Lowerer:
         """Append a non-loop kernel that reads/writes ``views``."""
         for vw in views:
             self._touch(vw)
+        self._io.append([(vw.buf, "?", None) for vw in views])
         self.plan.kernels.append(kernel)
 
     def output_view(self, v):
@@ -543,5 +606,29 @@ def c_expression(node, args, fast_math=True):
 
 
 def lower(graph, options=None):
-    """Plan ``graph`` for C; raises Unsupported naming the first op without a lowering."""
-    return Lowerer(graph, options).run()
+    """Plan ``graph`` for C; raises Unsupported naming the first op without a lowering.
+
+    ``options["inplace"]``: (write-back index, graph input index or -1) pairs whose output
+    the caller may point at the user's storage, that input's own array when an index is
+    given. The plan is then correct both ways: lowered again with the positions that have a
+    read-after-write hazard deferred until no new one appears (at worst every one of them:
+    then every write into a user's buffer comes after every kernel)."""
+    options = options or {}
+    n_out = len(graph.outputs)
+    pairs = {}
+    for j, k in options.get("inplace", ()):
+        v = graph.writebacks[j][0]
+        if k >= 0 and graph.inputs[k].dtype is not v.dtype:
+            continue  # never the same array: no in-place slot
+        pairs[n_out + j] = k
+    deferred = set()
+    while True:
+        lw = Lowerer(graph, options, deferred)
+        plan = lw.run()
+        bad = lw._hazards(pairs) - deferred
+        if not bad:
+            break
+        deferred |= bad
+    plan.inplace = sorted(pairs.items())
+    plan.deferred = tuple(sorted(deferred))
+    return plan
