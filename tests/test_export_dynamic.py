@@ -18,6 +18,7 @@ import pytest
 import tracegrad as tg
 import tracegrad.nn as nn
 from tracegrad.compiler import CompileError
+from test_export import assert_close  # noqa: E402  (tests/ is on sys.path, as for oracle)
 
 pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None or shutil.which("make") is None,
                                 reason="needs a C compiler and make")
@@ -143,12 +144,6 @@ def run_driver(exe, directory, arrays, batch, *mode):
 def read_outputs(ep, directory, batch):
     return [np.fromfile(os.path.join(str(directory), f"out{j}.bin"), t.dtype.np).reshape(t.eval_shape(batch))
             for j, t in enumerate(ep.outputs)]
-
-
-def assert_close(got, want, rtol=1e-4, atol=1e-5):
-    assert len(got) == len(want)
-    for k, (g, w) in enumerate(zip(got, want)):
-        np.testing.assert_allclose(g, np.asarray(w), rtol=rtol, atol=atol, err_msg=f"output {k}")
 
 
 def make_loss_and_grads():

@@ -170,15 +170,7 @@ def _capture(fn, args, kwargs, name, full=False):
     g.outputs = results
     g.saved = []
     g.renumber()
-    in_specs = []
-    for k, (b, v) in enumerate(zip(cap.bindings, g.inputs)):
-        if b.kind == "arg":
-            nm, role = cap.arg_names[b.ref], "argument"
-        elif b.kind == "seed":
-            nm, role = "seed", "random seed (int64 scalar)"
-        else:
-            nm, role = cap.naming.of((b.kind, b.ref)), "lifted"
-        in_specs.append(TensorSpec("in", k, nm, v.shape, v.dtype, role))
+    in_specs = _input_specs(cap, g.inputs)
     out_names = ["result"] if len(results) == 1 else [f"result[{k}]" for k in range(len(results))]
     out_specs = [TensorSpec("out", k, out_names[k], v.shape, v.dtype, "result")
                  for k, v in enumerate(results)]
@@ -199,6 +191,20 @@ def _capture(fn, args, kwargs, name, full=False):
     if full:
         return g, in_specs, out_specs, cap, trace_text
     return g, in_specs, out_specs
+
+
+def _input_specs(cap, inputs):
+    """One TensorSpec per graph input, named after the argument or the lifted tensor bound to it."""
+    specs = []
+    for k, (b, v) in enumerate(zip(cap.bindings, inputs)):
+        if b.kind == "arg":
+            nm, role = cap.arg_names[b.ref], "argument"
+        elif b.kind == "seed":
+            nm, role = "seed", "random seed (int64 scalar)"
+        else:
+            nm, role = cap.naming.of((b.kind, b.ref)), "lifted"
+        specs.append(TensorSpec("in", k, nm, v.shape, v.dtype, role))
+    return specs
 
 
 def _binding_array(kind, ref, flat):
@@ -426,15 +432,7 @@ def _split_parts(fn, args, kwargs, name, keep_trace_text=False):
     fwd.saved = []
     fwd.renumber()
     bwd.renumber()
-    in_specs = []
-    for k, (b, v) in enumerate(zip(cap.bindings, fwd.inputs)):
-        if b.kind == "arg":
-            nm, role = cap.arg_names[b.ref], "argument"
-        elif b.kind == "seed":
-            nm, role = "seed", "random seed (int64 scalar)"
-        else:
-            nm, role = cap.naming.of((b.kind, b.ref)), "lifted"
-        in_specs.append(TensorSpec("in", k, nm, v.shape, v.dtype, role))
+    in_specs = _input_specs(cap, fwd.inputs)
     f_out = [TensorSpec("out", k, out_names[k], v.shape, v.dtype, "result") for k, v in enumerate(results)]
     f_out += [TensorSpec("out", n_res + j, f"saved[{j}]", v.shape, v.dtype, "saved for backward")
               for j, v in enumerate(saved)]
