@@ -10,7 +10,7 @@ empty cache (a fresh cache directory), then in a new process with that warm cach
 ``overhead``: the per-call cost of Python around a compiled ``tiny`` step: the median step time
 minus the median time of its native call alone (the same program, called in the same process,
 alternating blocks of calls). Peers are measured only when installed (PyTorch eager,
-torch.compile, JAX jit).
+torch.compile, JAX jit: ``jax_workloads.py``).
 """
 from __future__ import annotations
 
@@ -204,7 +204,12 @@ def main(argv=None):
         steps = args.steps if name != "chain" and name != "medium" else max(10, args.steps // 5)
         fn, _ = tg_step(name)
         t_tg = median_time(fn, steps)
-        t_eager = t_comp = None
+        t_eager = t_comp = t_jax = None
+        if jax is not None:
+            import jax_workloads
+
+            jax_fn = jax_workloads.make(name)
+            t_jax = median_time(jax_fn, steps) if jax_fn is not None else None
         if torch is not None:
             torch.set_num_threads(os.cpu_count() or 1)
             t_eager = median_time(torch_step(name), steps)
@@ -212,15 +217,17 @@ def main(argv=None):
                 t_comp = median_time(torch_step(name, compiled=True), steps)
         fmt = lambda t: "-" if t is None else f"{t*1e3:.3f} ms"  # noqa: E731
         ratio = lambda t: "-" if t is None else f"{t_tg / t:.2f}"  # noqa: E731
-        rows.append((name, fmt(t_tg), fmt(t_eager), ratio(t_eager), fmt(t_comp), ratio(t_comp)))
+        rows.append((name, fmt(t_tg), fmt(t_eager), ratio(t_eager), fmt(t_comp), ratio(t_comp),
+                     fmt(t_jax), ratio(t_jax)))
         print(rows[-1], flush=True)
     print()
-    print("| workload | tracegrad c | torch eager | c / eager | torch.compile | c / compile |")
-    print("|---|---|---|---|---|---|")
+    print("| workload | tracegrad c | torch eager | c / eager | torch.compile | c / compile "
+          "| jax.jit | c / jax |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| " + " | ".join(r) + " |")
+        print("| " + " | ".join(r + ("",) * (8 - len(r))) + " |")
     if jax is None:
-        print("\n(jax not installed: no jax.jit column)")
+        print("\n(jax not installed: the jax.jit columns are empty)")
 
 
 if __name__ == "__main__":

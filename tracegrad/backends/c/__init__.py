@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import importlib.resources
 import os
+import sys
 import warnings
 from operator import is_
 from pathlib import Path
@@ -33,9 +34,15 @@ import numpy as np
 from .lower import Unsupported  # noqa: F401  (re-exported: compiler.py catches it)
 from .toolchain import CompileFailed, NoCompiler  # noqa: F401
 
-CODEGEN_VERSION = 1
+CODEGEN_VERSION = 2  # 2: tg_set_blas takes OpenBLAS's global thread-count setter and getter
 _ffi = None
 _warned_no_compiler = False
+
+# sys.getrefcount(pool[pos]) of an array that only its pool list holds, measured with the very
+# expression CExecutable._fresh_outputs uses (so it follows the interpreter's own counting)
+_probe = [np.empty(0)]
+_POOL_ONLY = sys.getrefcount(_probe[0])
+del _probe
 
 
 def _templates_dir():
@@ -78,7 +85,7 @@ def _ffi_instance():
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
         ffi = cffi.FFI()
-        ffi.cdef("int tg_run(void **args, char *ws); int tg_run_dyn(void **args, char *ws, int64_t B); void tg_set_blas(void *s, void *d, int ilp64, void *threads_local);")
+        ffi.cdef("int tg_run(void **args, char *ws); int tg_run_dyn(void **args, char *ws, int64_t B); void tg_set_blas(void *s, void *d, int ilp64, void *threads_local, void *set_threads, void *get_threads);")
         _ffi = ffi
     return _ffi
 
@@ -185,7 +192,9 @@ def build(graph, options=None):
 class CExecutable:
     """A loaded program: call it with the input arrays (graph.inputs order)."""
 
-    fresh_results = True  # every result is written into a new np.empty buffer
+    # every result is written into a buffer nothing else refers to (new, or reused from the
+    # pool once released: _fresh_outputs), never into an input's storage
+    fresh_results = True
     entry = "tg_run"  # the generated function's name (DynamicCExecutable: tg_run_dyn)
 
     def __init__(self, graph, so_path, meta, options, cache_hit=False):
@@ -198,12 +207,13 @@ class CExecutable:
         self.source = meta["source"]
         self._lib = ffi.dlopen(so_path)
         b = blas() if options.get("blas", True) else None
-        self.blas = b[3] if b else None
+        self.blas = b.description if b else None
         if b:
-            self._lib.tg_set_blas(ffi.cast("void *", b[0]), ffi.cast("void *", b[1]), b[2],
-                                  ffi.cast("void *", b[4] or 0))
+            ptr = lambda address: ffi.cast("void *", address or 0)  # noqa: E731
+            self._lib.tg_set_blas(ptr(b.sgemm), ptr(b.dgemm), b.ilp64, ptr(b.threads_local),
+                                  ptr(b.set_threads), ptr(b.get_threads))
         else:
-            self._lib.tg_set_blas(ffi.NULL, ffi.NULL, 1, ffi.NULL)
+            self._lib.tg_set_blas(ffi.NULL, ffi.NULL, 1, ffi.NULL, ffi.NULL, ffi.NULL)
         self._run = getattr(self._lib, self.entry)
         self._in_dtypes = [v.dtype.np for v in graph.inputs]
         self._n_in = len(graph.inputs)
@@ -227,6 +237,23 @@ class CExecutable:
         # paired input follows the write: lower._hazards)
         self.deferred = list(meta.get("deferred", ()))
         self._into = None  # run_into's arrangement for the last targets (see _arrange)
+        # the output buffer each result slot points at now, reused while nothing else holds it
+        self._pool = [None] * len(self._outs)
+        self._all_fresh = [(self._out0 + pos, pos, s, d) for pos, (s, d) in enumerate(self._outs)]
+
+    def _fresh_outputs(self, slots, results):
+        """Put an output buffer in ``results[pos]`` for each ``(slot, pos, shape, dtype)``: the
+        buffer of the previous call again when nothing outside this executable refers to it
+        any more (no tensor, view, memoryview or other array: its reference count is the
+        pool's alone), else a new one, which the slot is re-pointed at. A reused buffer costs
+        no allocation and no cffi pointer, and a large one keeps its pages mapped instead of
+        faulting them in again on every call."""
+        pool, ptrs, getrefcount = self._pool, self._ptrs, sys.getrefcount
+        for k, pos, shape, dt in slots:
+            if pool[pos] is None or getrefcount(pool[pos]) != _POOL_ONLY:
+                pool[pos] = np.empty(shape, dt)
+                ptrs[k] = self._from_buffer(pool[pos])
+            results[pos] = pool[pos]
 
     def __call__(self, inputs):
         self._into = None  # the output slots below no longer point at run_into's targets
@@ -243,11 +270,8 @@ class CExecutable:
             else:
                 last[i] = a
             ptrs[i] = fb(a)
-        outs = [np.empty(s, d) for s, d in self._outs]
-        k = self._out0
-        for o in outs:
-            ptrs[k] = fb(o)
-            k += 1
+        outs = [None] * len(self._outs)
+        self._fresh_outputs(self._all_fresh, outs)
         if self._run(ptrs, self._ws):
             self._raise(inputs)
         return outs
@@ -291,10 +315,7 @@ class CExecutable:
                     into = self._arrange(inputs, targets)
                     break
         results = list(into[3])
-        for k, pos, shape, dt in into[4]:
-            o = np.empty(shape, dt)
-            ptrs[k] = fb(o)
-            results[pos] = o
+        self._fresh_outputs(into[4], results)
         if self._run(ptrs, self._ws):
             self._raise(inputs)
         return results
@@ -325,6 +346,7 @@ class CExecutable:
         results = [None] * len(self._outs)
         for pos, t, _ in active:
             self._ptrs[self._out0 + pos] = self._from_buffer(t)
+            self._pool[pos] = None  # the slot points at the target now
             results[pos] = t
         fresh = [(self._out0 + pos, pos, s, d) for pos, (s, d) in enumerate(self._outs)
                  if results[pos] is None]

@@ -1,0 +1,122 @@
+"""The workloads of ../shared/BENCHMARKS.md as ``jax.jit`` steps, the JAX peer of
+``workloads.py`` (same sizes, same data generator, same optimizer hyperparameters).
+
+``make(name)`` returns a no-argument callable running one step to completion
+(``block_until_ready``), or None for a workload JAX has no entry for (``custom``, as in the
+peers' table). Parameters are threaded through the step as JAX does it: the jitted function
+returns the updated parameters (and optimizer state) and the next call takes them, with
+their buffers donated so XLA may update them in place.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _init_mlp(sizes, key):
+    import jax
+
+    params = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        key, k1, k2 = jax.random.split(key, 3)
+        bound = 1.0 / np.sqrt(a)  # PyTorch's Linear initialisation range
+        params.append((jax.random.uniform(k1, (a, b), minval=-bound, maxval=bound),
+                       jax.random.uniform(k2, (b,), minval=-bound, maxval=bound)))
+    return params
+
+
+def _mlp_loss(act):
+    import jax
+    import jax.numpy as jnp
+
+    def loss(params, x, y):
+        h = x
+        for k, (w, b) in enumerate(params):
+            h = h @ w + b
+            if k < len(params) - 1:
+                h = act(h)
+        logp = jax.nn.log_softmax(h)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    return loss
+
+
+def _data(batch, features, classes):
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal((batch, features)).astype(np.float32),
+            rng.integers(0, classes, size=batch).astype(np.int32))
+
+
+def _runner(jitted, state, *data):
+    """Call ``jitted(state, *data) -> (state, out)`` repeatedly, threading the state."""
+    box = [state]
+
+    def step():
+        box[0], out = jitted(box[0], *data)
+        out.block_until_ready()
+
+    return step
+
+
+def make_tiny():
+    import jax
+    import jax.numpy as jnp
+
+    loss_fn = _mlp_loss(jnp.tanh)
+
+    def sgd_step(params, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        return jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads), loss
+
+    x, y = _data(32, 64, 10)
+    params = _init_mlp([64, 128, 128, 10], jax.random.PRNGKey(0))
+    return _runner(jax.jit(sgd_step, donate_argnums=0), params, jnp.asarray(x), jnp.asarray(y))
+
+
+def make_medium():
+    import jax
+    import jax.numpy as jnp
+
+    loss_fn = _mlp_loss(jax.nn.relu)
+    lr, b1, b2, eps = 1e-3, 0.9, 0.999, 1e-8
+
+    def adam_step(state, x, y):
+        params, m, v, t = state
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        t = t + 1
+        m = jax.tree_util.tree_map(lambda m, g: b1 * m + (1 - b1) * g, m, grads)
+        v = jax.tree_util.tree_map(lambda v, g: b2 * v + (1 - b2) * g * g, v, grads)
+        c1, c2 = 1 - b1 ** t, 1 - b2 ** t
+        params = jax.tree_util.tree_map(
+            lambda p, m, v: p - lr * (m / c1) / (jnp.sqrt(v / c2) + eps), params, m, v)
+        return (params, m, v, t), loss
+
+    x, y = _data(256, 784, 10)
+    params = _init_mlp([784, 1024, 1024, 10], jax.random.PRNGKey(0))
+    zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
+    state = (params, zeros, jax.tree_util.tree_map(jnp.zeros_like, params), jnp.float32(0))
+    return _runner(jax.jit(adam_step, donate_argnums=0), state, jnp.asarray(x), jnp.asarray(y))
+
+
+def make_chain(n=1 << 22):
+    import jax
+    import jax.numpy as jnp
+
+    def loss(x, a, b):
+        return jnp.sum(jax.nn.gelu(x * a + b, approximate=True) * jax.nn.sigmoid(x))
+
+    rng = np.random.default_rng(0)
+    x, a, b = (jnp.asarray(rng.standard_normal(n).astype(np.float32)) for _ in range(3))
+    grad = jax.jit(jax.grad(loss, argnums=(0, 1, 2)))
+
+    def step():
+        jax.block_until_ready(grad(x, a, b))
+
+    return step
+
+
+WORKLOADS = {"tiny": make_tiny, "medium": make_medium, "chain": make_chain}
+
+
+def make(name):
+    maker = WORKLOADS.get(name)
+    return maker() if maker is not None else None
