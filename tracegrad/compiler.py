@@ -194,6 +194,13 @@ def _prune_inputs(joint, cap, positions):
 _CONTAINERS = (tuple, list, dict)  # what pytree.flatten descends into
 
 
+def _any_container(args):
+    for a in args:  # (a plain loop: the cheapest form of any() on every call)
+        if isinstance(a, _CONTAINERS):
+            return True
+    return False
+
+
 class CompiledFunction:
     """The result of ``tg.compile(fn)``: call it like ``fn``."""
 
@@ -224,7 +231,7 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if self._eager:
             return self.fn(*args, **kwargs)
-        if not kwargs and not any(isinstance(a, _CONTAINERS) for a in args):
+        if not kwargs and not _any_container(args):
             flat, spec = list(args), None  # leaves only: the spec is only needed on a miss
         else:
             flat, spec = pytree.flatten((args, kwargs))

@@ -48,14 +48,15 @@ def make_tensors(arrays, dtypes, inference):
     if _TEMPLATE is None:
         return [Tensor._make(a, d) for a, d in zip(arrays, dtypes)]
     out = []
+    template = _TEMPLATE
     for a, d in zip(arrays, dtypes):
         t = _new(Tensor)
-        td = t.__dict__
-        td.update(_TEMPLATE)
-        td["_value"] = a
-        td["_dtype"] = d
-        td["_vc"] = VersionCounter()
-        td["_inference"] = inference
+        fields = template.copy()  # (measured: a copy filled in, then set, beats update())
+        fields["_value"] = a
+        fields["_dtype"] = d
+        fields["_vc"] = VersionCounter()
+        fields["_inference"] = inference
+        t.__dict__ = fields
         out.append(t)
     return out
 
@@ -115,7 +116,9 @@ def compile_check(cap):
         elif kind == "grad_is_none":
             cond = f"({_real(s, g[1])}._grad is None) == {s.const(g[2])}"
         elif kind == "value":
-            L.append(f"    now = {s.const(g[2])}()")
+            item = getattr(g[2], "mapping_item", None)  # a getter of mapping.get(key), inlined
+            L.append(f"    now = {s.const(item[0])}.get({s.const(item[1])})" if item
+                     else f"    now = {s.const(g[2])}()")
             cond = f"type(now) is {s.const(type(g[3]))} and not (now != {s.const(g[3])})"
         elif kind == "grad_shape":
             L.append(f"    gr = {_real(s, g[1])}._grad")
@@ -132,6 +135,17 @@ def _real(s, target):
     """Code for program._real(target, flat): the tensor whose .grad a target names."""
     kind, ref = target
     return f"flat[{ref}]" if kind == "arg_grad" else s.const(ref)
+
+
+def _replaced_unread_grads(cap):
+    """The targets of ``set_grad`` write-backs whose current ``.grad`` the program neither
+    reads nor writes into."""
+    def key(kind, ref):
+        return ("arg", ref) if kind in ("arg", "arg_grad") else ("tensor", id(ref))
+
+    used = {key(b.kind, b.ref) for b in cap.bindings if b.kind in ("grad", "arg_grad")}
+    used |= {key(kind, ref) for kind, ref in cap.writebacks if kind in ("grad", "arg_grad")}
+    return [ref for kind, ref in cap.writebacks if kind == "set_grad" and key(*ref) not in used]
 
 
 def compile_run(prog, targets):
@@ -186,6 +200,10 @@ def compile_run(prog, targets):
                 tl.append(f"flat[{ref}]._grad._value")
         L.append(f"    targets = [{', '.join(tl)}]")
         call = f"{P}.executable.run_into(arrays, targets)"
+    # .grad tensors the step replaces and does not read (zero_grad() then backward()) are let
+    # go before the call, as eager mode lets them go at zero_grad(): once nothing else holds
+    # their buffers, the executable reuses them for the new gradients
+    L.extend(f"    {_real(s, ref)}._grad = None" for ref in _replaced_unread_grads(cap))
     # the profiler's row for the program is Program._execute's business
     L.append(f"    if {s.const(registry, 'registry')}._profiler is None:")
     L.append(f"        results = {call}")
@@ -214,7 +232,7 @@ def compile_run(prog, targets):
                 L.append(f"    t = {_real(s, (kind, ref))}._grad")
             L.append(f"    if {a} is not t._value:  # else written in place by run_into")
             L.append(f"        {copyto}(t._value, {a})")
-            L.append("    t._bump_version()")
+            L.append("    t._vc.value += 1  # t._bump_version()")
         elif kind == "set_grad":
             L.append(f"    {_real(s, ref)}._grad = grads[{n_grad}]")
             n_grad += 1

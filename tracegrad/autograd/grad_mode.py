@@ -22,20 +22,25 @@ import functools
 import inspect
 import threading
 
-_state = threading.local()
+class _State(threading.local):
+    """Per-thread modes; the class attributes are the defaults of a thread that set none (read
+    on every op and every compiled call: a class attribute is found without the exception a
+    missing thread-local attribute costs)."""
+
+    grad = True
+    inference = False
 
 
-def _get(name, default):
-    return getattr(_state, name, default)
+_state = _State()
 
 
 def is_grad_enabled():
     """Whether operations are currently recorded for autograd."""
-    return _get("grad", True)
+    return _state.grad
 
 
 def is_inference_mode_enabled():
-    return _get("inference", False)
+    return _state.inference
 
 
 def _set_grad(flag):

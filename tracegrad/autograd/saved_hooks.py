@@ -19,7 +19,16 @@ from __future__ import annotations
 import threading
 import weakref
 
-_state = threading.local()  # .stack: [(pack, unpack)], .disabled: error message or None
+class _State(threading.local):
+    """Per thread: ``stack`` of (pack, unpack) pairs and the ``disabled`` error message. The
+    class attributes are a new thread's values (read on every op that saves a tensor and on
+    every compiled call: found without the exception a missing thread-local attribute costs)."""
+
+    stack = None
+    disabled = None
+
+
+_state = _State()
 
 
 def _stack():

@@ -225,5 +225,6 @@ def _guard_options(opt):
     for i, group in enumerate(opt.param_groups):
         for key, value in group.items():
             if key != "params" and isinstance(value, (int, float, bool, tuple, str, type(None))):
-                tracer.guard_value(f"{type(opt).__name__}.param_groups[{i}][{key!r}]",
-                                   lambda g=group, k=key: g.get(k), value)
+                getter = lambda g=group, k=key: g.get(k)  # noqa: E731
+                getter.mapping_item = (group, key)  # fastpath.compile_check inlines the read
+                tracer.guard_value(f"{type(opt).__name__}.param_groups[{i}][{key!r}]", getter, value)

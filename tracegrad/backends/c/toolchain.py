@@ -12,6 +12,7 @@ import ctypes
 import ctypes.util
 import functools
 import glob
+import importlib.util
 import os
 import platform
 import shutil
@@ -160,8 +161,7 @@ class Blas(NamedTuple):
 
 @contextlib.contextmanager
 def _own_openblas_coretype():
-    """Around loading tracegrad's own OpenBLAS (the ``scipy-openblas32`` package, which loads
-    its library when imported): its kernels follow this CPU as the generated code does
+    """Around loading tracegrad's own OpenBLAS (the ``scipy-openblas32`` package): its kernels follow this CPU as the generated code does
     (-march=native), by OpenBLAS's own CPU detection, or are the set named by
     ``TRACEGRAD_OPENBLAS_CORETYPE``. An ``OPENBLAS_CORETYPE`` in the environment is left to
     NumPy's OpenBLAS: hidden while this copy loads (OpenBLAS reads it once, then), restored
@@ -188,6 +188,30 @@ def _address(lib, name):
         return None
 
 
+def _blas_candidates():
+    """(library path, symbol prefix, ILP64?, tracegrad's own copy?) in order of preference,
+    generated lazily: the system search runs ``ldconfig`` and ``gcc`` (~30 ms) only when the
+    bundled libraries are missing."""
+    # found without importing the package: its import reads its version through
+    # importlib.metadata (~25 ms of a warm-cache first call) and loads the library itself
+    spec = importlib.util.find_spec("scipy_openblas32")
+    for d in (spec.submodule_search_locations or []) if spec else []:
+        for pattern in ("libscipy_openblas*.so*", "libscipy_openblas*.dylib"):
+            for p in sorted(glob.glob(os.path.join(d, "lib", pattern))):
+                yield p, "scipy_", 0, True
+    import numpy
+
+    np_dir = os.path.dirname(numpy.__file__)
+    for pattern in (os.path.join(os.path.dirname(np_dir), "numpy.libs", "libscipy_openblas64_*.so*"),
+                    os.path.join(np_dir, ".dylibs", "libscipy_openblas64_*")):
+        for p in sorted(glob.glob(pattern)):
+            yield p, "scipy_", 1, False
+    for name in ("openblas", "cblas", "blas"):
+        p = ctypes.util.find_library(name)
+        if p:
+            yield p, "", 0, False
+
+
 @functools.lru_cache(maxsize=None)
 def blas():
     """The BLAS generated programs call (a ``Blas``), or None when none is found.
@@ -196,33 +220,14 @@ def blas():
     its kernels can be chosen for this CPU without touching NumPy's), NumPy's bundled OpenBLAS
     (ILP64, ``scipy_cblas_*64_``), a system OpenBLAS/CBLAS.
     """
-    cands = []
-    try:
-        with _own_openblas_coretype():
-            import scipy_openblas32
-
-        d = scipy_openblas32.get_lib_dir()
-        cands += [(p, "scipy_", 0) for p in sorted(glob.glob(os.path.join(d, "libscipy_openblas*")))]
-    except ImportError:
-        pass
-    try:
-        import numpy
-
-        libs = os.path.join(os.path.dirname(os.path.dirname(numpy.__file__)), "numpy.libs")
-        found = sorted(glob.glob(os.path.join(libs, "libscipy_openblas64_*.so*")))
-        found += sorted(glob.glob(os.path.join(os.path.dirname(numpy.__file__), ".dylibs",
-                                               "libscipy_openblas64_*")))
-        cands += [(p, "scipy_", 1) for p in found]
-    except ImportError:  # pragma: no cover
-        pass
-    for name in ("openblas", "cblas", "blas"):
-        p = ctypes.util.find_library(name)
-        if p:
-            cands.append((p, "", 0))
-    for path, prefix, ilp64 in cands:
+    for path, prefix, ilp64, own_copy in _blas_candidates():
         suffix = "64_" if ilp64 else ""
         try:
-            lib = ctypes.CDLL(path)
+            if own_copy:
+                with _own_openblas_coretype():
+                    lib = ctypes.CDLL(path)
+            else:
+                lib = ctypes.CDLL(path)
         except OSError:
             continue
         sgemm, dgemm = (_address(lib, f"{prefix}cblas_{t}gemm{suffix}") for t in "sd")
