@@ -161,8 +161,9 @@ class Blas(NamedTuple):
 
 @contextlib.contextmanager
 def _own_openblas_coretype():
-    """Around loading tracegrad's own OpenBLAS (the ``scipy-openblas32`` package): its kernels follow this CPU as the generated code does
-    (-march=native), by OpenBLAS's own CPU detection, or are the set named by
+    """Around loading tracegrad's own OpenBLAS (the ``scipy-openblas32`` package): its
+    kernels follow this CPU as the generated code does (-march=native), by OpenBLAS's own
+    CPU detection, or are the set named by
     ``TRACEGRAD_OPENBLAS_CORETYPE``. An ``OPENBLAS_CORETYPE`` in the environment is left to
     NumPy's OpenBLAS: hidden while this copy loads (OpenBLAS reads it once, then), restored
     right after. Measured on this project's AMD Zen 5 machine, whose environment sets
