@@ -116,9 +116,7 @@ def compile_check(cap):
         elif kind == "grad_is_none":
             cond = f"({_real(s, g[1])}._grad is None) == {s.const(g[2])}"
         elif kind == "value":
-            item = getattr(g[2], "mapping_item", None)  # a getter of mapping.get(key), inlined
-            L.append(f"    now = {s.const(item[0])}.get({s.const(item[1])})" if item
-                     else f"    now = {s.const(g[2])}()")
+            L.append(f"    now = {s.const(g[2])}()")
             cond = f"type(now) is {s.const(type(g[3]))} and not (now != {s.const(g[3])})"
         elif kind == "grad_shape":
             L.append(f"    gr = {_real(s, g[1])}._grad")
@@ -232,7 +230,7 @@ def compile_run(prog, targets):
                 L.append(f"    t = {_real(s, (kind, ref))}._grad")
             L.append(f"    if {a} is not t._value:  # else written in place by run_into")
             L.append(f"        {copyto}(t._value, {a})")
-            L.append("    t._vc.value += 1  # t._bump_version()")
+            L.append("    t._bump_version()")
         elif kind == "set_grad":
             L.append(f"    {_real(s, ref)}._grad = grads[{n_grad}]")
             n_grad += 1

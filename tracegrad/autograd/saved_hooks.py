@@ -32,14 +32,14 @@ _state = _State()
 
 
 def _stack():
-    stack = getattr(_state, "stack", None)
+    stack = _state.stack
     if stack is None:
         stack = _state.stack = []
     return stack
 
 
 def _disabled_message():
-    return getattr(_state, "disabled", None)
+    return _state.disabled
 
 
 PACK_INPLACE_MESSAGE = (
@@ -52,7 +52,7 @@ PACK_INPLACE_MESSAGE = (
 def current_hooks():
     """The innermost (pack, unpack) pair, or None. Raises the message given to
     ``disable_saved_tensors_hooks`` when hooks are used while disabled."""
-    stack = getattr(_state, "stack", None)
+    stack = _state.stack
     if not stack:
         return None
     message = _disabled_message()
@@ -77,7 +77,7 @@ def compile_blocker():
     A compiled program keeps its saved values itself, so hooks are only safe to ignore when they
     are transparent (``save_on_cpu`` on the CPU). Checked at every call, not just when tracing,
     because a program traced without hooks is reused when hooks are entered later."""
-    stack = getattr(_state, "stack", None)
+    stack = _state.stack
     if not stack:
         return None
     if _disabled_message() is not None:

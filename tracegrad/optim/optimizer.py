@@ -19,6 +19,7 @@ tensor([0., 0.], requires_grad=True)
 """
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 
 from .. import creation
@@ -225,6 +226,6 @@ def _guard_options(opt):
     for i, group in enumerate(opt.param_groups):
         for key, value in group.items():
             if key != "params" and isinstance(value, (int, float, bool, tuple, str, type(None))):
-                getter = lambda g=group, k=key: g.get(k)  # noqa: E731
-                getter.mapping_item = (group, key)  # fastpath.compile_check inlines the read
-                tracer.guard_value(f"{type(opt).__name__}.param_groups[{i}][{key!r}]", getter, value)
+                # functools.partial of dict.get: the guard runs on every call, without a Python frame
+                tracer.guard_value(f"{type(opt).__name__}.param_groups[{i}][{key!r}]",
+                                   functools.partial(group.get, key), value)
