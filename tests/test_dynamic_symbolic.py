@@ -50,6 +50,43 @@ def test_training_step_runs_every_batch_size_from_one_build():
     assert "tg_B" in sym.source.split("tg_run_dyn")[1]
 
 
+def test_symbolic_build_writes_parameters_in_place_and_never_overwrites_held_results():
+    """The runtime-batch build writes parameters and Adam's state straight into their storage
+    and reuses its result buffers as the static build does, per batch size: results held by the
+    caller (losses, .grad tensors) keep their values whatever batch size runs next."""
+    model_c, step_c = _classifier_step()
+    model_e, step_e = _classifier_step()
+    compiled = tg.compile(step_c, dynamic=True)
+    params = list(model_c.parameters())
+    rng = np.random.default_rng(1)
+    held = []
+    for B in (32, 48, 17, 48, 48, 5, 17):
+        x = tg.tensor(rng.standard_normal((B, 8)).astype(np.float32))
+        y = tg.tensor(rng.integers(0, 3, B))
+        if B == 48:  # from the symbolic build on: the same storage, written in place
+            storage = [p._value for p in params]
+        loss = compiled(x, y)
+        want = step_e(x, y)
+        held.append((loss, loss.item(), [(p.grad, p.grad.numpy().copy()) for p in params]))
+        np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-5)
+        for pc, pe in zip(params, model_e.parameters()):
+            np.testing.assert_allclose(pc.detach().numpy(), pe.detach().numpy(), rtol=1e-5, atol=1e-6)
+        if B != 32:
+            assert all(p._value is s for p, s in zip(params, storage))
+    exe = compiled.programs[0].specializations[1].executable
+    assert type(exe).__name__ == "DynamicCExecutable" and exe.inplace and exe._into[2]
+    for loss, value, grads in held:
+        assert loss.item() == value
+        for g, copy in grads:
+            np.testing.assert_array_equal(g.numpy(), copy)
+    del held, loss
+    pools = []
+    for _ in range(3):  # nothing held any more: the same buffers serve every call
+        compiled(x, y)
+        pools.append([id(a) for a in exe._pool if a is not None])
+    assert pools[1] == pools[2] and pools[1]
+
+
 def test_backward_after_the_call_runs_at_the_forward_batch_size():
     W = tg.randn(5, 4, dtype=tg.float64, requires_grad=True)
     f = tg.compile(lambda x: (x @ W).tanh().mean(), dynamic=True)

@@ -206,7 +206,7 @@ class DynamicProgram:
         from . import pytree
         from .backends.c import Unsupported, symbolic
         from .ir import trace
-        from .program import Program
+        from .program import Program, inplace_pairs
 
         try:
             caps = []
@@ -217,7 +217,9 @@ class DynamicProgram:
             if why:
                 raise symbolic.NotSymbolic(why)
             traced = symbolic.SymbolicSource([c.trace_text for c in caps])
-            fwd = symbolic.build([c.forward or c.graph for c in caps], self._backend_options)
+            # results the executable may write straight into user tensors, as without dynamic
+            fwd = symbolic.build([c.forward or c.graph for c in caps],
+                                 dict(self._backend_options, inplace=inplace_pairs(caps[0].cap)))
             bwd = symbolic.build([c.backward for c in caps], self._backend_options) \
                 if caps[0].backward is not None else None
         except (symbolic.NotSymbolic, trace.GraphBreak, Unsupported) as e:

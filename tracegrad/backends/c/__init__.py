@@ -236,6 +236,10 @@ class CExecutable:
         # of those, the positions the code copies in after its last kernel (a read of the
         # paired input follows the write: lower._hazards)
         self.deferred = list(meta.get("deferred", ()))
+        self._reset_outputs()
+
+    def _reset_outputs(self):
+        """Start over with output buffers of the shapes in ``self._outs``."""
         self._into = None  # run_into's arrangement for the last targets (see _arrange)
         # the output buffer each result slot points at now, reused while nothing else holds it
         self._pool = [None] * len(self._outs)

@@ -265,6 +265,8 @@ class SymbolicPlan:
             plans = [lower(g, dict(options, reuse_memory=False)) for g in graphs]
             self.workspace = check_layout(plans)
         self.plan = plans[0]
+        if len({(tuple(p.inplace), tuple(p.deferred)) for p in plans}) > 1:
+            raise NotSymbolic("the results written in place differ between batch sizes")
         self.symbolic = SymbolicSource([render_source(p) for p in plans])
         self.source = self.symbolic.source
         self.filled = _batch_sized_fills([p.consts for p in plans])
@@ -293,7 +295,8 @@ def build(graphs, options=None):
     sp = SymbolicPlan(graphs, options, lambda p: render(p, graphs[0].name, dynamic=True))
     key = make_key({"symbolic": sp.source, "base": cache_key(graphs[0], options, flag_list, cc_version)})
     meta = {"workspace": 0, "source": sp.source,
-            "outputs": [[[0] * len(dims), np.dtype(d).str] for dims, (_, d) in zip(sp.output_shapes, sp.plan.out_specs)]}
+            "outputs": [[[0] * len(dims), np.dtype(d).str] for dims, (_, d) in zip(sp.output_shapes, sp.plan.out_specs)],
+            "inplace": [list(p) for p in sp.plan.inplace], "deferred": list(sp.plan.deferred)}
 
     def do_build(tmpdir):
         return toolchain.compile_shared(sp.source, str(tmpdir), flag_list), meta
@@ -310,7 +313,9 @@ def build(graphs, options=None):
 
 class DynamicCExecutable(CExecutable):
     """A loaded ``tg_run_dyn``: call it with the input arrays (and ``batch=`` when no input has
-    the batch size, as for a backward); output shapes and the workspace follow the batch."""
+    the batch size, as for a backward); output shapes and the workspace follow the batch.
+    Calls and ``run_into`` are CExecutable's (output buffers reused, results written in place)
+    once everything that depends on the batch size is set for it (``_set_batch``)."""
 
     entry = "tg_run_dyn"
 
@@ -323,7 +328,7 @@ class DynamicCExecutable(CExecutable):
         self.batch_input = sp.batch_input  # (input index, dim) holding B, or None
         self._ws_bytes = 0
         self._filled = sp.filled  # (constant index, affine dims, value): filled per batch size
-        self._filled_batch = None
+        self._run_dyn = self._run  # tg_run_dyn(args, ws, B); self._run binds B (_set_batch)
         self.last_batch = None
 
     def _workspace(self, batch):
@@ -335,27 +340,38 @@ class DynamicCExecutable(CExecutable):
             self._ws = _ffi_instance().cast("char *", addr + (-addr) % 64)
         return self._ws
 
-    def __call__(self, inputs, batch=None):
-        if batch is None:
-            i, d = self.batch_input if self.batch_input else (None, None)
-            batch = inputs[i].shape[d] if i is not None else 0
+    def _set_batch(self, batch):
+        """Output shapes (and so the reused buffers), batch-sized constants, the workspace and
+        the entry's B argument for this batch size."""
         self.last_batch = batch
-        ptrs, fb, keep = self._ptrs, self._from_buffer, []
-        if self._filled and batch != self._filled_batch:
-            for k, dims, value in self._filled:
-                c = np.full(tuple(eval_affine(d, batch) for d in dims), value)
-                self._consts[k] = c
-                ptrs[self._n_in + k] = fb(c)
-            self._filled_batch = batch
-        for i, a in enumerate(inputs):
-            if a.dtype != self._in_dtypes[i] or not a.flags.c_contiguous:
-                a = np.ascontiguousarray(a, dtype=self._in_dtypes[i])
-                keep.append(a)  # a copy: alive for this call only
-            ptrs[i] = fb(a)
-        outs = [np.empty(tuple(eval_affine(d, batch) for d in dims), dt)
-                for dims, (_, dt) in zip(self.output_shapes, self._outs)]
-        for k, o in enumerate(outs):
-            ptrs[self._out0 + k] = fb(o)
-        if self._run(ptrs, self._workspace(batch), batch):
-            raise IndexError("index out of bounds in a compiled program")
-        return outs
+        self._outs = [(tuple(eval_affine(d, batch) for d in dims), dt)
+                      for dims, (_, dt) in zip(self.output_shapes, self._outs)]
+        self._reset_outputs()
+        fb = self._from_buffer
+        for k, dims, value in self._filled:
+            c = np.full(tuple(eval_affine(d, batch) for d in dims), value)
+            self._consts[k] = c
+            self._ptrs[self._n_in + k] = fb(c)
+        self._workspace(batch)
+        run = self._run_dyn
+        self._run = lambda ptrs, ws: run(ptrs, ws, batch)
+
+    def _batch_of(self, inputs):
+        i, d = self.batch_input if self.batch_input else (None, None)
+        return inputs[i].shape[d] if i is not None else 0
+
+    def __call__(self, inputs, batch=None):
+        batch = self._batch_of(inputs) if batch is None else batch
+        if batch != self.last_batch:
+            self._set_batch(batch)
+        return super().__call__(inputs)
+
+    def run_into(self, inputs, targets):
+        batch = self._batch_of(inputs)
+        if batch != self.last_batch:
+            self._set_batch(batch)
+        return super().run_into(inputs, targets)
+
+    def _raise(self, inputs):
+        # (the interpreter's graph has the first sample's sizes: it cannot name the error)
+        raise IndexError("index out of bounds in a compiled program")
