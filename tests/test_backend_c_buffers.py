@@ -118,3 +118,18 @@ def test_matmul_through_blas_single_and_multi_threaded(shape):
         np.testing.assert_allclose(y.numpy(), a @ b.T, rtol=1e-4, atol=1e-3)
         np.testing.assert_allclose(g.numpy(), a.T @ a, rtol=1e-4, atol=1e-3)
     assert f.programs[0].executable.blas is not None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, n, k, pad", [(32, 128, 64, 0), (16, 16, 3, 5), (15, 40, 8, 0), (40, 10, 8, 2)])
+def test_small_products_with_a_transposed_weight(m, n, k, pad, dtype):
+    """x @ W.T in a small product: with OpenBLAS, W is transposed by omatcopy first where M and
+    N are 16 or more (runtime.h.j2: TG_GEMM), also from a wider matrix (row stride > K)."""
+    rng = np.random.default_rng(m + n + k)
+    x = rng.standard_normal((m, k)).astype(dtype)
+    w_wide = rng.standard_normal((n, k + pad)).astype(dtype)
+    f = tg.compile(lambda x, w: x @ w[:, :k].T, backend="c", fullgraph=True)
+    for _ in range(2):
+        np.testing.assert_allclose(f(tg.tensor(x), tg.tensor(w_wide)).numpy(), x @ w_wide[:, :k].T,
+                                   rtol=1e-5, atol=1e-5)
+    assert "tg_gemm_" in f.programs[0].source

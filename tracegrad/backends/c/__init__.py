@@ -34,7 +34,7 @@ import numpy as np
 from .lower import Unsupported  # noqa: F401  (re-exported: compiler.py catches it)
 from .toolchain import CompileFailed, NoCompiler  # noqa: F401
 
-CODEGEN_VERSION = 2  # 2: tg_set_blas takes OpenBLAS's global thread-count setter and getter
+CODEGEN_VERSION = 3  # 2: tg_set_blas takes OpenBLAS's thread-count setter/getter; 3: and ?omatcopy
 _ffi = None
 _warned_no_compiler = False
 
@@ -85,7 +85,7 @@ def _ffi_instance():
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
         ffi = cffi.FFI()
-        ffi.cdef("int tg_run(void **args, char *ws); int tg_run_dyn(void **args, char *ws, int64_t B); void tg_set_blas(void *s, void *d, int ilp64, void *threads_local, void *set_threads, void *get_threads);")
+        ffi.cdef("int tg_run(void **args, char *ws); int tg_run_dyn(void **args, char *ws, int64_t B); void tg_set_blas(void *s, void *d, int ilp64, void *threads_local, void *set_threads, void *get_threads, void *somatcopy, void *domatcopy);")
         _ffi = ffi
     return _ffi
 
@@ -211,9 +211,10 @@ class CExecutable:
         if b:
             ptr = lambda address: ffi.cast("void *", address or 0)  # noqa: E731
             self._lib.tg_set_blas(ptr(b.sgemm), ptr(b.dgemm), b.ilp64, ptr(b.threads_local),
-                                  ptr(b.set_threads), ptr(b.get_threads))
+                                  ptr(b.set_threads), ptr(b.get_threads), ptr(b.somatcopy),
+                                  ptr(b.domatcopy))
         else:
-            self._lib.tg_set_blas(ffi.NULL, ffi.NULL, 1, ffi.NULL, ffi.NULL, ffi.NULL)
+            self._lib.tg_set_blas(*[ffi.NULL] * 2, 1, *[ffi.NULL] * 5)
         self._run = getattr(self._lib, self.entry)
         self._in_dtypes = [v.dtype.np for v in graph.inputs]
         self._n_in = len(graph.inputs)

@@ -146,9 +146,10 @@ def compile_shared(source, workdir, flag_list):
 
 # ----------------------------------------------------------------------------- BLAS
 class Blas(NamedTuple):
-    """A loaded BLAS: addresses of its cblas sgemm/dgemm, their integer width, and how to run
+    """A loaded BLAS: addresses of its cblas sgemm/dgemm, their integer width, how to run
     one product on a single thread (OpenBLAS's per-thread count where it has one, else its
-    global count: set and get)."""
+    global count: set and get), and OpenBLAS's out-of-place transpose (cblas_?omatcopy), which
+    small ``x @ W.T`` products use (runtime.h.j2: TG_GEMM)."""
 
     sgemm: int
     dgemm: int
@@ -157,6 +158,8 @@ class Blas(NamedTuple):
     threads_local: int | None = None
     set_threads: int | None = None
     get_threads: int | None = None
+    somatcopy: int | None = None
+    domatcopy: int | None = None
 
 
 @contextlib.contextmanager
@@ -242,5 +245,7 @@ def blas():
         return Blas(sgemm, dgemm, ilp64, desc,
                     threads_local=_address(lib, "openblas_set_num_threads_local"),
                     set_threads=_address(lib, f"{prefix}openblas_set_num_threads{suffix}"),
-                    get_threads=_address(lib, f"{prefix}openblas_get_num_threads{suffix}"))
+                    get_threads=_address(lib, f"{prefix}openblas_get_num_threads{suffix}"),
+                    somatcopy=_address(lib, f"{prefix}cblas_somatcopy{suffix}"),
+                    domatcopy=_address(lib, f"{prefix}cblas_domatcopy{suffix}"))
     return None
