@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tensor import Tensor, VersionCounter
+from .tensor import Tensor
 
 _new = object.__new__
 
@@ -30,7 +30,7 @@ def _tensor_template():
     """The fields Tensor._make sets to constants (read from a real one, so that a field added
     there is picked up); None when one of them is not an immutable constant."""
     d = dict(Tensor._make(np.empty(0, np.float32)).__dict__)
-    for k in ("_value", "_dtype", "_vc", "_inference"):
+    for k in ("_value", "_dtype", "_inference"):
         if k not in d:
             return None
         del d[k]
@@ -54,7 +54,6 @@ def make_tensors(arrays, dtypes, inference):
         fields = template.copy()  # (measured: a copy filled in, then set, beats update())
         fields["_value"] = a
         fields["_dtype"] = d
-        fields["_vc"] = VersionCounter()
         fields["_inference"] = inference
         t.__dict__ = fields
         out.append(t)

@@ -36,6 +36,19 @@ class VersionCounter:
         self.value = 0
 
 
+class _LazyVersionCounter:
+    """``Tensor._vc`` until a tensor's first read of it: most tensors (eager ops' results,
+    compiled programs' results) are never modified in place nor viewed, so their counter is
+    made on demand. A non-data descriptor: once the instance has its own ``_vc`` (set here or
+    shared by a view), the attribute lookup never comes back to this class attribute."""
+
+    def __get__(self, t, owner=None):
+        if t is None:
+            return self
+        vc = t.__dict__["_vc"] = VersionCounter()
+        return vc
+
+
 def _is_symbolic(v):
     return not isinstance(v, np.ndarray)
 
@@ -45,6 +58,7 @@ class Tensor:
 
     __array_priority__ = 1000  # make ``ndarray * Tensor`` defer to Tensor.__rmul__
     _custom_function_view = False  # set on views returned by a custom Function (autograd.function)
+    _vc = _LazyVersionCounter()  # shared by a base and its views; bumped by in-place writes
 
     def __init__(self, *args, **kwargs):
         raise TypeError("use tg.tensor(data), tg.zeros(shape), ... to create tensors")
@@ -60,7 +74,6 @@ class Tensor:
         t._grad = None
         t._grad_fn = None
         t._output_nr = 0
-        t._vc = VersionCounter()
         t._base = None
         t._view_fn = None
         t._view_seen = 0
