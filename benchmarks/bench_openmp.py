@@ -1,11 +1,12 @@
 """The C backend's loops on one thread against OpenMP, per workload, side by side in one process
 (the evidence behind ``options={"openmp": "auto"}``; see docs/performance.md).
 
-    python benchmarks/bench_openmp.py [--workloads chain,medium,tiny] [--steps 20] [--with-torch]
+    python benchmarks/bench_openmp.py [--workloads chain,medium,tiny] [--steps 10] [--rounds 4]
+                                      [--with-torch]
 
 ``--with-torch`` imports PyTorch first, as the peer benchmarks do: its own OpenMP runtime then
-shares the process. Each setting is warmed up and measured twice, in alternating order (the
-first setting measured in a process also pays for growing the heap); the table shows both.
+shares the process. The settings take turns (bench_workloads.interleaved_medians): ``--rounds``
+rounds of ``--steps`` steps each, the order rotating; each time is the median of all its steps.
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ sys.path.insert(0, str(HERE.parent))
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", default="chain,medium,tiny")
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=10, help="steps per setting per round")
+    ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--with-torch", action="store_true")
     args = ap.parse_args(argv)
     if args.with_torch:
@@ -29,21 +31,19 @@ def main(argv=None):
 
     import tracegrad as tg
     import workloads
-    from bench_workloads import median_time
+    from bench_workloads import interleaved_medians
 
     settings = [("one thread", False), ("openmp", True), ("auto", "auto")]
     print(f"| workload | {' | '.join(name for name, _ in settings)} |")
     print("|---|" + "---|" * len(settings))
     for name in args.workloads.split(","):
-        times = {s: [] for s, _ in settings}
-        for order in (settings, settings[::-1]):
-            for label, value in order:
-                step, step_args = getattr(workloads, f"make_{name}")(None)
-                f = tg.compile(step, options={"openmp": value})
-                times[label].append(median_time(lambda: f(*step_args), args.steps) * 1e3)
-        cells = [" / ".join(f"{t:.3f}" for t in times[s]) + " ms" for s, _ in settings]
-        print(f"| {name} | {' | '.join(cells)} |")
-
+        contenders = {}
+        for label, value in settings:
+            step, step_args = getattr(workloads, f"make_{name}")(None)
+            f = tg.compile(step, options={"openmp": value})
+            contenders[label] = (lambda f=f, a=step_args: f(*a))
+        times = interleaved_medians(contenders, args.steps, args.rounds)
+        print(f"| {name} | {' | '.join(f'{times[s] * 1e3:.3f} ms' for s, _ in settings)} |")
 
 if __name__ == "__main__":
     main()

@@ -3,9 +3,12 @@ side by side in one process, with ratios (the machines are shared and noisy: rat
 together mean more than absolute times).
 
     python benchmarks/bench_workloads.py [--workloads tiny,custom,chain,medium,compile,overhead]
-                                         [--steps 50] [--no-torch-compile]
+                                         [--steps 50] [--rounds 5] [--no-torch-compile]
 
-Timing: median of ``--steps`` steps after warm-up. ``compile``: first call of ``tiny`` with an
+Timing: the contenders of a workload take turns, ``--rounds`` rounds of ``--steps`` steps each
+(the order rotating from round to round), so that a slow spell of the shared machine falls on
+all of them rather than on whichever ran then; each time is the median of all its steps after
+warm-up. ``compile``: first call of ``tiny`` with an
 empty cache (a fresh cache directory), then in a new process with that warm cache.
 ``overhead``: the per-call cost of Python around a compiled ``tiny`` step: the median step time
 minus the median time of its native call alone (the same program, called in the same process,
@@ -40,15 +43,30 @@ except ImportError:
     jax = None
 
 
-def median_time(fn, steps, warmup=3):
-    for _ in range(warmup):
-        fn()
+def step_times(fn, steps):
     times = []
     for _ in range(steps):
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return times
+
+
+def interleaved_medians(contenders, steps, rounds, warmup=3, pause=0.05):
+    """{name: median step time} for ``{name: fn}``, the contenders taking turns: ``rounds``
+    rounds of ``steps`` steps each, the order rotated every round. Before each turn, a pause
+    of ``pause`` seconds lets the previous contender's worker threads (OpenBLAS, OpenMP, XLA
+    spin a while after their work) go idle, so that they do not slow the next one down."""
+    for fn in contenders.values():
+        step_times(fn, warmup)
+    names = list(contenders)
+    times = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            time.sleep(pause)
+            step_times(contenders[name], 1)  # (its caches warm again after the other's turn)
+            times[name] += step_times(contenders[name], steps)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 # ----------------------------------------------------------------------------- torch versions
@@ -184,7 +202,8 @@ def compile_times():
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", default="tiny,custom,chain,medium,compile,overhead")
-    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--steps", type=int, default=50, help="steps per contender per round")
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-torch-compile", action="store_true")
     args = ap.parse_args(argv)
     names = args.workloads.split(",")
@@ -201,22 +220,24 @@ def main(argv=None):
             rows.append(("compile (tiny first call)", f"cold {cold['first_call']*1e3:.0f} ms", f"warm {warm['first_call']*1e3:.0f} ms", "", "", ""))
             print(rows[-1], flush=True)
             continue
-        steps = args.steps if name != "chain" and name != "medium" else max(10, args.steps // 5)
-        fn, _ = tg_step(name)
-        t_tg = median_time(fn, steps)
-        t_eager = t_comp = t_jax = None
+        steps = args.steps if name != "chain" and name != "medium" else max(4, args.steps // 10)
+        contenders = {"tg": tg_step(name)[0]}
         if jax is not None:
             import jax_workloads
 
             jax_fn = jax_workloads.make(name)
-            t_jax = median_time(jax_fn, steps) if jax_fn is not None else None
+            if jax_fn is not None:
+                contenders["jax"] = jax_fn
         if torch is not None:
             torch.set_num_threads(os.cpu_count() or 1)
-            t_eager = median_time(torch_step(name), steps)
+            contenders["eager"] = torch_step(name)
             if not args.no_torch_compile:
-                t_comp = median_time(torch_step(name, compiled=True), steps)
+                contenders["compile"] = torch_step(name, compiled=True)
+        times = interleaved_medians(contenders, steps, args.rounds)
+        t_tg = times["tg"]
+        t_eager, t_comp, t_jax = times.get("eager"), times.get("compile"), times.get("jax")
         fmt = lambda t: "-" if t is None else f"{t*1e3:.3f} ms"  # noqa: E731
-        ratio = lambda t: "-" if t is None else f"{t_tg / t:.2f}"  # noqa: E731
+        ratio = lambda t: "-" if t is None else f"{t_tg / t:.3f}"  # noqa: E731
         rows.append((name, fmt(t_tg), fmt(t_eager), ratio(t_eager), fmt(t_comp), ratio(t_comp),
                      fmt(t_jax), ratio(t_jax)))
         print(rows[-1], flush=True)
