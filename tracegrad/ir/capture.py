@@ -9,6 +9,8 @@ identity. Tensors the function reads without receiving them are lifted by refere
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .. import pytree
@@ -202,9 +204,12 @@ def _finish(cap, tracer, graph, result, sym_args, fn, flat):
     cap.naming = naming
 
 
+_TRAINING = operator.attrgetter("training")
+
+
 def _training_flags(module):
     mods = list(module.modules())  # walked once: the guard runs on every call
-    return lambda: tuple(m.training for m in mods)
+    return lambda: tuple(map(_TRAINING, mods))
 
 
 class _Naming:
