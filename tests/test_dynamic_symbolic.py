@@ -156,3 +156,34 @@ def test_layout_check_rejects_reuse_that_only_large_batches_make_safe():
     assert symbolic.check_layout(plans(True)) == (4, 64)
     with pytest.raises(symbolic.NotSymbolic):
         symbolic.check_layout(plans(False))
+
+
+def test_generated_relaxed_guard_check_agrees_with_the_guards():
+    """fastpath.compile_check(relaxed=True) passes exactly when DynamicProgram.mismatch's
+    guards (leading sizes free) pass."""
+    _, step = _classifier_step()
+    f = tg.compile(step, dynamic=True)
+    rng = np.random.default_rng(0)
+
+    def batch(b, feats=8, dtype=np.float32, grad=False):
+        x = tg.tensor(rng.standard_normal((b, feats)).astype(dtype), requires_grad=grad)
+        return [x, tg.tensor(rng.integers(0, 3, b))]
+
+    f(*batch(32))
+    f(*batch(48))
+    dp = f.programs[0]
+    fast = dp._fast_check
+
+    def guards_pass(args, enabled):
+        dp._fast_check = lambda *a: False  # the guard loops, then the build's own say
+        try:
+            return dp.mismatch(args, enabled) is None
+        finally:
+            dp._fast_check = fast
+
+    variants = [(batch(17), True), (batch(48), True), (batch(0), True), (batch(32, feats=9), True),
+                (batch(32, dtype=np.float64), True), (batch(32, grad=True), True), (batch(32), False),
+                (batch(32)[:1], True), ([batch(32)[0], 3], True)]
+    for args, enabled in variants:
+        assert bool(fast(args, enabled)) == guards_pass(args, enabled), (args, enabled)
+    assert fast(*[batch(17), True]) and not fast(*[batch(32, feats=9), True])

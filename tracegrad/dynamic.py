@@ -92,6 +92,7 @@ class DynamicProgram:
         self._symbolic = {}  # batch pattern -> Program with runtime batch size, or None (failed)
         self._built = [template]
         self._last = template
+        self._fast_check = None
         self.calls = 0
 
     @property
@@ -123,6 +124,13 @@ class DynamicProgram:
     def mismatch(self, flat_args, grad_enabled):
         """None when this program may run for these arguments, else why not."""
         cap = self.template.capture
+        check = self._fast_check
+        if check is None:  # the guards below as straight-line code (fastpath.compile_check)
+            from . import fastpath
+
+            check = self._fast_check = fastpath.compile_check(cap, relaxed=True)
+        if check(flat_args, grad_enabled):
+            return self._specialization_mismatch(flat_args, grad_enabled)
         if grad_enabled != cap.grad_enabled:
             return f"grad mode changed to {grad_enabled}"
         if len(flat_args) != len(cap.arg_guards):
@@ -137,6 +145,10 @@ class DynamicProgram:
             reason = _relaxed_state_mismatch(g, flat_args, cap)
             if reason:
                 return reason
+        return self._specialization_mismatch(flat_args, grad_enabled)
+
+    def _specialization_mismatch(self, flat_args, grad_enabled):
+        """After the template's guards passed: what the build for this batch size says."""
         spec = self._specs.get(batch_signature(flat_args))
         if spec is None or getattr(spec, "runtime_batch", False):
             return None  # run() captures or checks this batch size

@@ -81,8 +81,11 @@ class _Source:
         return fn
 
 
-def compile_check(cap):
-    """``check(flat, enabled) -> bool``: True exactly when ``Program.mismatch`` returns None."""
+def compile_check(cap, relaxed=False):
+    """``check(flat, enabled) -> bool``: True exactly when ``Program.mismatch`` returns None;
+    with ``relaxed``, exactly when ``DynamicProgram.mismatch``'s guards pass (the leading size
+    of tensor arguments and of their .grad is free: dynamic._relaxed_mismatch and
+    dynamic._relaxed_state_mismatch)."""
     s = _Source()
     L = s.lines
     L.append("def check(flat, enabled):")
@@ -94,7 +97,9 @@ def compile_check(cap):
         L.append(f"    {x} = flat[{i}]")
         kind = g[0]
         if kind == "tensor":
-            cond = (f"isinstance({x}, {T}) and {x}._value.shape == {s.const(g[1])} and "
+            shape = (f"{x}._value.ndim == {len(g[1])} and {x}._value.shape[1:] == {s.const(tuple(g[1])[1:])}"
+                     if relaxed and len(g[1]) else f"{x}._value.shape == {s.const(g[1])}")
+            cond = (f"isinstance({x}, {T}) and {shape} and "
                     f"{x}._dtype is {s.const(g[2])} and {x}._requires_grad == {s.const(g[3])}")
         elif kind == "value":
             cond = f"type({x}) is {s.const(g[1])} and not ({x} != {s.const(g[2])})"
@@ -119,7 +124,9 @@ def compile_check(cap):
             cond = f"type(now) is {s.const(type(g[3]))} and not (now != {s.const(g[3])})"
         elif kind == "grad_shape":
             L.append(f"    gr = {_real(s, g[1])}._grad")
-            cond = f"gr is not None and gr._value.shape == {s.const(g[2])} and gr._dtype is {s.const(g[3])}"
+            shape = (f"gr._value.ndim == {len(g[2])} and gr._value.shape[1:] == {s.const(tuple(g[2])[1:])}"
+                     if relaxed else f"gr._value.shape == {s.const(g[2])}")
+            cond = f"gr is not None and {shape} and gr._dtype is {s.const(g[3])}"
         else:
             continue  # Program.mismatch ignores other kinds too
         L.append(f"    if not ({cond}):")
