@@ -133,3 +133,19 @@ def test_small_products_with_a_transposed_weight(m, n, k, pad, dtype):
         np.testing.assert_allclose(f(tg.tensor(x), tg.tensor(w_wide)).numpy(), x @ w_wide[:, :k].T,
                                    rtol=1e-5, atol=1e-5)
     assert "tg_gemm_" in f.programs[0].source
+
+
+def test_compiled_backward_results_are_not_copied_and_never_overwritten_while_held():
+    """A compiled backward's gradients come from its own reused buffers, uncopied: a gradient
+    still held is never written by the next backward."""
+    w = tg.tensor(np.arange(12, dtype=np.float32).reshape(3, 4) / 10, requires_grad=True)
+    f = tg.compile(lambda x: (x @ w).tanh().sum(), backend="c")
+    held = []
+    for k in range(3):
+        x = tg.tensor(np.full((2, 3), k + 1, np.float32), requires_grad=True)
+        gx, gw = tg.autograd.grad(f(x), [x, w])
+        held.append((gx, gx.numpy().copy(), gw, gw.numpy().copy()))
+    for gx, gx0, gw, gw0 in held:
+        np.testing.assert_array_equal(gx.numpy(), gx0)
+        np.testing.assert_array_equal(gw.numpy(), gw0)
+    assert not np.array_equal(held[0][1], held[2][1])

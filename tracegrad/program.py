@@ -418,7 +418,9 @@ class CompiledBackward(Node):
         exe = self.program.backward_executable
         inputs = self.saved_arrays + grads
         results = exe(inputs) if self.batch is None else exe(inputs, batch=self.batch)
-        return [Tensor._make(np.array(r, copy=True), _dt.from_numpy_dtype(r.dtype)) for r in results]
+        if not getattr(exe, "fresh_results", False):  # the interpreter's may alias the inputs
+            results = [np.array(r, copy=True) for r in results]
+        return [Tensor._make(r, _dt.from_numpy_dtype(r.dtype)) for r in results]
 
     def release(self):
         super().release()
