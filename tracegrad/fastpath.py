@@ -97,9 +97,7 @@ def compile_check(cap, relaxed=False):
         L.append(f"    {x} = flat[{i}]")
         kind = g[0]
         if kind == "tensor":
-            shape = (f"{x}._value.ndim == {len(g[1])} and {x}._value.shape[1:] == {s.const(tuple(g[1])[1:])}"
-                     if relaxed and len(g[1]) else f"{x}._value.shape == {s.const(g[1])}")
-            cond = (f"isinstance({x}, {T}) and {shape} and "
+            cond = (f"isinstance({x}, {T}) and {_shape_cond(s, x, g[1], relaxed)} and "
                     f"{x}._dtype is {s.const(g[2])} and {x}._requires_grad == {s.const(g[3])}")
         elif kind == "value":
             cond = f"type({x}) is {s.const(g[1])} and not ({x} != {s.const(g[2])})"
@@ -124,15 +122,20 @@ def compile_check(cap, relaxed=False):
             cond = f"type(now) is {s.const(type(g[3]))} and not (now != {s.const(g[3])})"
         elif kind == "grad_shape":
             L.append(f"    gr = {_real(s, g[1])}._grad")
-            shape = (f"gr._value.ndim == {len(g[2])} and gr._value.shape[1:] == {s.const(tuple(g[2])[1:])}"
-                     if relaxed else f"gr._value.shape == {s.const(g[2])}")
-            cond = f"gr is not None and {shape} and gr._dtype is {s.const(g[3])}"
+            cond = f"gr is not None and {_shape_cond(s, 'gr', g[2], relaxed)} and gr._dtype is {s.const(g[3])}"
         else:
             continue  # Program.mismatch ignores other kinds too
         L.append(f"    if not ({cond}):")
         L.append("        return False")
     L.append("    return True")
     return s.build("check")
+
+
+def _shape_cond(s, t, shape, relaxed):
+    """Code: tensor ``t`` has ``shape``; with ``relaxed``, any leading size."""
+    if relaxed and len(shape):
+        return f"{t}._value.ndim == {len(shape)} and {t}._value.shape[1:] == {s.const(tuple(shape)[1:])}"
+    return f"{t}._value.shape == {s.const(shape)}"
 
 
 def _real(s, target):

@@ -198,7 +198,7 @@ class CExecutable:
     entry = "tg_run"  # the generated function's name (DynamicCExecutable: tg_run_dyn)
 
     def __init__(self, graph, so_path, meta, options, cache_hit=False):
-        from .toolchain import blas
+        from .toolchain import NO_BLAS, blas
 
         ffi = _ffi_instance()
         self.graph = graph
@@ -206,15 +206,12 @@ class CExecutable:
         self.cache_hit = cache_hit
         self.source = meta["source"]
         self._lib = ffi.dlopen(so_path)
-        b = blas() if options.get("blas", True) else None
-        self.blas = b.description if b else None
-        if b:
-            ptr = lambda address: ffi.cast("void *", address or 0)  # noqa: E731
-            self._lib.tg_set_blas(ptr(b.sgemm), ptr(b.dgemm), b.ilp64, ptr(b.threads_local),
-                                  ptr(b.set_threads), ptr(b.get_threads), ptr(b.somatcopy),
-                                  ptr(b.domatcopy))
-        else:
-            self._lib.tg_set_blas(*[ffi.NULL] * 2, 1, *[ffi.NULL] * 5)
+        b = (blas() if options.get("blas", True) else None) or NO_BLAS
+        self.blas = b.description
+        ptr = lambda address: ffi.cast("void *", address or 0)  # noqa: E731
+        self._lib.tg_set_blas(ptr(b.sgemm), ptr(b.dgemm), b.ilp64, ptr(b.threads_local),
+                              ptr(b.set_threads), ptr(b.get_threads), ptr(b.somatcopy),
+                              ptr(b.domatcopy))
         self._run = getattr(self._lib, self.entry)
         self._in_dtypes = [v.dtype.np for v in graph.inputs]
         self._n_in = len(graph.inputs)

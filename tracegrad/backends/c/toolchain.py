@@ -162,6 +162,9 @@ class Blas(NamedTuple):
     domatcopy: int | None = None
 
 
+NO_BLAS = Blas(None, None, 1, None)  # what a program is told without one: its plain C loops
+
+
 @contextlib.contextmanager
 def _own_openblas_coretype():
     """Around loading tracegrad's own OpenBLAS (the ``scipy-openblas32`` package): its
