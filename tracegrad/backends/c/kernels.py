@@ -59,8 +59,10 @@ def matmul(lw, n):
     if (users and all(u.op.name == "permute" and tuple(u.attrs["dims"]) == swap for u in users)
             and all(v is not out for v in lw.out_values)):
         # only read transposed (a weight gradient feeding an update of W[out, in]): compute
-        # out^T = b^T a^T so that readers walk it contiguously
-        store = lw._alloc_work_for_shape(batch + (N, M), out.dtype)
+        # out^T = b^T a^T so that readers walk it contiguously; straight into the output slot
+        # when that transpose is returned (the ``.grad`` of W: no copy out at the end)
+        returned = [u.out for u in users if any(u.out is v for v in lw.out_values)]
+        store = lw._alloc(returned[0]) if returned else lw._alloc_work_for_shape(batch + (N, M), out.dtype)
         lw.views[id(out)] = store.permute(swap)
         av, bv, ov = bv.permute(swap), av.permute(swap), store
         M, N = N, M
