@@ -253,11 +253,14 @@ def test_openmp_loops_match_interpreter():
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-3)
 
 
-def test_select_loops_vectorize_without_avx512(tmp_path):
-    """Loops holding a float select (tg_expf, tg_tanhf, relu) must vectorize
-    with the toolchain's flags also on an AVX2-only CPU, where GCC needs -fno-trapping-math to
-    turn them into blends (found on a Zen 3 machine: tiny's tanh loops ran scalar, 1.6x slower).
-    Checked with GCC's own report of the loops it vectorized, for -march=x86-64-v3."""
+@pytest.mark.parametrize("case", ["select", "bool_to_float"])
+def test_elementwise_loops_vectorize_without_avx512(case, tmp_path):
+    """Elementwise loops must vectorize with the toolchain's flags also on an AVX2-only CPU
+    (GCC's own report of the loops it vectorized, for -march=x86-64-v3). Both cases were found
+    scalar on a Zen 3 machine: ``select``, a float select (tg_expf, tg_tanhf, relu), which GCC
+    turns into a blend only with -fno-trapping-math (tiny's tanh loops, 1.6x slower);
+    ``bool_to_float``, a comparison widened to a float (``g * (x > 0)``, ReLU's backward), which
+    GCC vectorizes only when the bool is not held in a byte (lower.local_ctype)."""
     import platform
     import re
     import subprocess
@@ -268,8 +271,10 @@ def test_select_loops_vectorize_without_avx512(tmp_path):
     version = subprocess.run([cc, "-v"], capture_output=True, text=True).stderr.splitlines()[-1:]
     if platform.machine() not in ("x86_64", "AMD64") or not version or "gcc version" not in version[0]:
         pytest.skip(f"needs GCC on x86-64 (have {platform.machine()}, {version})")
-    f = tg.compile(lambda x: (x.tanh() + x.exp()).relu() * 2, backend="c")
-    f(tg.tensor(np.ones((64, 256), np.float32)))
+    fn, marker = {"select": (lambda x, g: (x.tanh() + x.exp()).relu() * g, "tg_tanhf("),
+                  "bool_to_float": (lambda x, g: g * (x > 0).float(), "> ((float)0.0))")}[case]
+    f = tg.compile(fn, backend="c")
+    f(tg.tensor(np.ones((64, 256), np.float32)), tg.tensor(np.ones((64, 256), np.float32)))
     src = tmp_path / "program.c"
     src.write_text(f.programs[0].source)
     flags = [fl for fl in toolchain.toolchain()[1] if fl != "-march=native"]
@@ -277,10 +282,10 @@ def test_select_loops_vectorize_without_avx512(tmp_path):
                         str(tmp_path / "program.so")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     lines = src.read_text().split("\n")  # (as the compiler counts lines)
-    loops = [n for n, line in enumerate(lines, 1)  # innermost loops calling tg_tanhf / tg_expf
+    loops = [n for n, line in enumerate(lines, 1)  # innermost loops holding the case's expression
              if line.lstrip().startswith("for (int64_t i") and "for (" not in "".join(lines[n:n + 8])
-             and "tg_tanhf(" in "".join(lines[n:n + 8])]
-    assert loops, "no loop over tg_tanhf/tg_expf in the generated code"
+             and marker in "".join(lines[n:n + 8])]
+    assert loops, f"no loop with {marker!r} in the generated code:\n{f.programs[0].source[-1500:]}"
     # GCC names a vectorized loop by its header or by the first statement of its body
     vectorized = {int(m) for m in re.findall(r"program\.c:(\d+):\d+: optimized: loop vectorized", r.stderr)}
     for n in loops:

@@ -46,6 +46,15 @@ def ctype_of(dtype):
     return dtype.c_type
 
 
+def local_ctype(dtype):
+    """The C type of a value computed inside a loop: its storage type, except that a bool is
+    held as int32_t. Every bool expression yields 0 or 1 either way (c_expression), but GCC does
+    not vectorize a loop that narrows a comparison to a byte and widens it again to a float
+    (``grad * (x > 0)``, ReLU's backward: measured 2.9 -> 0.5 cycles an element); a bool
+    stored to memory is still a byte."""
+    return "int32_t" if dtype.short == "b8" else dtype.c_type
+
+
 def literal_c(value, dtype):
     """A C literal of ``dtype`` for a Python/NumPy scalar (exact for floats)."""
     if dtype.short == "b8":
@@ -410,7 +419,7 @@ class Lowerer:
         for m in nest.members:
             args = [operand(v) for v in m.inputs]
             var = f"t{len(stmts)}"
-            stmts.append((var, ctype_of(m.out.dtype),
+            stmts.append((var, local_ctype(m.out.dtype),
                           c_expression(m, args, self.options.get("fast_math", True))))
             local[id(m.out)] = var
             outside = any(id(c) not in members for c in self.consumers.get(id(m.out), ()))
