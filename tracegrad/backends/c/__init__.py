@@ -74,18 +74,39 @@ def _codegen_fingerprint():
 _fingerprint = None
 
 
+# The C declarations every generated program exports (runtime.h.j2, program.c.j2).
+FFI_CDEF = ("int tg_run(void **args, char *ws); int tg_run_dyn(void **args, char *ws, int64_t B); "
+            "void tg_set_blas(void *s, void *d, int ilp64, void *threads_local, void *set_threads, "
+            "void *get_threads, void *somatcopy, void *domatcopy);")
+
+
+def generate_cffi_module(directory):
+    """Write cffi's out-of-line ABI module for FFI_CDEF (``_cffi_abi.py``) into ``directory``;
+    returns its path. The package ships its output as ``_cffi_abi.py`` (a test regenerates and
+    compares it): importing that takes ~2 ms where ``cffi.FFI().cdef`` imports and runs
+    pycparser, ~40 ms of a warm-cache first call on this project's machine."""
+    import cffi
+
+    builder = cffi.FFI()
+    builder.set_source("_cffi_abi", None)
+    builder.cdef(FFI_CDEF)
+    return builder.compile(tmpdir=str(directory))
+
+
 def _ffi_instance():
     global _ffi
     if _ffi is None:
-        import cffi
-
         # OpenMP threads that spin after a parallel loop steal the cores OpenBLAS's threads
         # need (measured on the medium workload: 50 ms -> 23 ms a step). libgomp reads this
         # when the first program loads it; a user's own setting wins.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        try:
+            from ._cffi_abi import ffi
+        except Exception:  # a cffi that cannot read the shipped module: parse the cdef instead
+            import cffi
 
-        ffi = cffi.FFI()
-        ffi.cdef("int tg_run(void **args, char *ws); int tg_run_dyn(void **args, char *ws, int64_t B); void tg_set_blas(void *s, void *d, int ilp64, void *threads_local, void *set_threads, void *get_threads, void *somatcopy, void *domatcopy);")
+            ffi = cffi.FFI()
+            ffi.cdef(FFI_CDEF)
         _ffi = ffi
     return _ffi
 
