@@ -12,7 +12,9 @@ see ``resolve_openmp``), ``native`` (``-march=native``, default True), ``blas`` 
 
 Loading is ABI-mode cffi (``ffi.dlopen``): measured on this project's machine, building with
 the plain C compiler costs ~0.1 s where an API-mode extension needs Python headers and
-setuptools (~1 s more), and an ABI call costs ~0.4 us, well inside the per-call budget.
+setuptools (~1 s more), and an ABI call costs ~0.4 us, well inside the per-call budget. The
+declarations come from cffi's out-of-line module shipped with the package (``_cffi_abi.py``,
+see ``generate_cffi_module``), so that a new process does not import pycparser to parse them.
 
 >>> import numpy as np, tracegrad as tg
 >>> f = tg.compile(lambda x: (x * 2).exp().sum(), backend="c")

@@ -21,7 +21,7 @@ import tempfile
 from typing import NamedTuple
 
 # -fno-trapping-math: without it GCC will not turn a float select (``x > c ? y : z``, as in
-# tg_expf, tg_tanhf, relu and max reductions) into a vector blend on targets without AVX-512
+# tg_expf, tg_tanhf and relu) into a vector blend on targets without AVX-512
 # masks, and every loop holding one stays scalar (measured: tiny's tanh loops on AVX2). It only
 # lets floating-point exception flags differ, which nothing generated reads; values, NaN and
 # infinities are unchanged.
