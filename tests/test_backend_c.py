@@ -142,6 +142,24 @@ def test_returned_weight_gradient_is_written_by_its_product():
     np.testing.assert_array_equal(rc[0].numpy(), held)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_max_and_min_reductions_propagate_nan(dtype):
+    """amax/amin over rows, columns and everything, as NumPy: a NaN anywhere in what is reduced
+    (first, middle, last) gives NaN, infinities and all-equal rows stay exact. The C code keeps
+    NaN apart from the vectorized comparison (lower.py: Lowerer._emit_loop)."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((7, 301)) * 100).astype(dtype)
+    if dtype != np.int64:
+        x[0, 0] = x[1, 150] = x[2, 300] = np.nan
+        x[3] = -np.inf
+        x[4] = np.inf
+    x[5] = 3
+    fn = lambda t: (t.amax(dim=1), t.amin(dim=1), t.amax(), t.amin(), t.amax(dim=0), t.amin(dim=0))  # noqa: E731
+    want = (x.max(1), x.min(1), x.max(), x.min(), x.max(0), x.min(0))
+    for got, w in zip(tg.compile(fn, backend="c")(tg.tensor(x)), want):
+        np.testing.assert_array_equal(got.numpy(), w)
+
+
 @pytest.mark.parametrize("blas", [True, False])
 def test_matmul_blas_and_loop_fallback(blas):
     rng = np.random.default_rng(3)
@@ -267,14 +285,16 @@ def test_openmp_loops_match_interpreter():
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("case", ["select", "bool_to_float"])
+@pytest.mark.parametrize("case", ["select", "bool_to_float", "max_reduction"])
 def test_elementwise_loops_vectorize_without_avx512(case, tmp_path):
     """Elementwise loops must vectorize with the toolchain's flags also on an AVX2-only CPU
     (GCC's own report of the loops it vectorized, for -march=x86-64-v3). Both cases were found
     scalar on a Zen 3 machine: ``select``, a float select (tg_expf, tg_tanhf, relu), which GCC
     turns into a blend only with -fno-trapping-math (tiny's tanh loops, 1.6x slower);
     ``bool_to_float``, a comparison widened to a float (``g * (x > 0)``, ReLU's backward), which
-    GCC vectorizes only when the bool is not held in a byte (lower.local_ctype)."""
+    GCC vectorizes only when the bool is not held in a byte (lower.local_ctype);
+    ``max_reduction``, a row max (softmax, cross-entropy), which vectorizes as an OpenMP simd max
+    reduction once NaN is tracked apart from the comparison."""
     import platform
     import re
     import subprocess
@@ -286,7 +306,8 @@ def test_elementwise_loops_vectorize_without_avx512(case, tmp_path):
     if platform.machine() not in ("x86_64", "AMD64") or not version or "gcc version" not in version[0]:
         pytest.skip(f"needs GCC on x86-64 (have {platform.machine()}, {version})")
     fn, marker = {"select": (lambda x, g: (x.tanh() + x.exp()).relu() * g, "tg_tanhf("),
-                  "bool_to_float": (lambda x, g: g * (x > 0).float(), "> ((float)0.0))")}[case]
+                  "bool_to_float": (lambda x, g: g * (x > 0).float(), "> ((float)0.0))"),
+                  "max_reduction": (lambda x, g: (x * g).amax(dim=1), "_nan |=")}[case]
     f = tg.compile(fn, backend="c")
     f(tg.tensor(np.ones((64, 256), np.float32)), tg.tensor(np.ones((64, 256), np.float32)))
     src = tmp_path / "program.c"

@@ -472,10 +472,17 @@ class Lowerer:
         n_kept = sum(1 for l in loops if not l["reduce"])
         accs = []
         for k, (kind, src, rv, dtype) in enumerate(reductions):
-            acc_t = "double" if dtype.is_floating_point else ("int64_t" if dtype.short != "b8" else "int64_t")
+            # sums and products accumulate floats in double; max and min are exact in the type
+            # itself. A float max/min keeps NaN apart (``nan``: any NaN seen), so that the
+            # comparison is a plain ``s > acc ? s : acc``, which vectorizes as an OpenMP simd
+            # max/min reduction; the NaN-propagating form in one select does not (measured: a
+            # row max 4x faster on AVX2).
+            extremum = kind in ("max", "min")
+            acc_t = (ctype_of(dtype) if extremum else "double") if dtype.is_floating_point else "int64_t"
             accs.append({"acc": f"acc{k}", "type": acc_t, "kind": kind, "src": src,
                          "init": _reduce_init(kind, dtype), "out": f"{rv.buf}[{idx[nl + ns + k]}]",
-                         "ctype": ctype_of(dtype), "bool": dtype.short == "b8"})
+                         "ctype": ctype_of(dtype), "bool": dtype.short == "b8",
+                         "nan": f"acc{k}_nan" if extremum and dtype.is_floating_point and not inplace else None})
         if inplace:
             for a in accs:
                 a["acc"] = a["out"]
@@ -495,15 +502,16 @@ class Lowerer:
             elif not n_kept and accs and all(a["kind"] in ("sum", "prod") for a in accs):
                 clause = " ".join(f"reduction({'+' if a['kind'] == 'sum' else '*'}:{a['acc']})" for a in accs)
                 parallel = {"depth": 0, "clause": f"{when} {clause}", "chunk": chunk}
-        simd_ok = all(a["kind"] in ("sum", "prod") for a in accs)
-        simd_clause = " ".join(f"reduction({'+' if a['kind'] == 'sum' else '*'}:{a['acc']})"
+        combiner = {"sum": "+", "prod": "*", "max": "max", "min": "min"}
+        simd_clause = " ".join(f"reduction({combiner[a['kind']]}:{a['acc']})"
+                               + (f" reduction(|:{a['nan']})" if a["nan"] else "")
                                for a in accs) if loops and loops[-1]["reduce"] else ""
         self.plan.kernels.append({
             "kind": "loop", "loops": loops, "n_kept": n_kept,
             "loads": [{"var": v, "ctype": ct, "src": f"{vw.buf}[{ix}]"} for (v, vw, ct), ix in zip(loads, idx)],
             "stmts": [{"var": v, "ctype": ct, "expr": e} for v, ct, e in stmts],
             "stores": [{"dst": f"{sv.buf}[{ix}]", "var": var} for (sv, var), ix in zip(stores, idx[nl:nl + ns])],
-            "accs": accs, "parallel": parallel, "simd": simd_ok or inplace, "inplace": inplace,
+            "accs": accs, "parallel": parallel, "simd": True, "inplace": inplace,
             "simd_clause": "" if inplace else simd_clause,
         })
 
