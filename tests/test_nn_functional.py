@@ -36,6 +36,14 @@ def test_activations_match_torch(name, kwargs):
     oracle.compare_fn(*both(name, **kwargs), [X * 3])
 
 
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_as_method_and_top_level_function(name):
+    """``t.softmax(dim)``, ``tg.softmax(t, dim)`` (and log_softmax) as in torch."""
+    oracle.compare_fn(lambda x: getattr(x, name)(1), lambda x: getattr(x, name)(1), [X])
+    oracle.compare_fn(lambda x: getattr(tg, name)(x, -1, dtype=tg.float64),
+                      lambda x: getattr(torch, name)(x, -1, dtype=torch.float64), [X])
+
+
 def test_softmax_is_stable_for_large_inputs():
     big = np.array([[1000.0, 0.0, -1000.0], [5e3, 5e3, 5e3]])
     for name in ("softmax", "log_softmax"):

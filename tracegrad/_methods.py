@@ -189,3 +189,18 @@ def _zeros_like(t):
     from .creation import zeros_like
 
     return zeros_like(t)
+
+
+def _softmax_method(name):
+    def m(self, dim, dtype=None):
+        from .nn import functional as NF  # (nn imports this module's Tensor methods)
+
+        return getattr(NF, name)(self, dim, dtype=dtype)
+
+    m.__name__ = name
+    m.__doc__ = f"``t.{name}(dim)``: ``tg.nn.functional.{name}(t, dim)``, as ``torch.Tensor.{name}``."
+    return m
+
+
+Tensor.softmax = _softmax_method("softmax")
+Tensor.log_softmax = _softmax_method("log_softmax")
