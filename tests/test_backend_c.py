@@ -158,6 +158,11 @@ def test_max_and_min_reductions_propagate_nan(dtype):
     want = (x.max(1), x.min(1), x.max(), x.min(), x.max(0), x.min(0))
     for got, w in zip(tg.compile(fn, backend="c")(tg.tensor(x)), want):
         np.testing.assert_array_equal(got.numpy(), w)
+    # large enough for OpenMP threads: their partial maxima and NaN flags are combined
+    big = np.tile(x, (32, 1))
+    for got, w in zip(tg.compile(fn, backend="c", options={"openmp": True})(tg.tensor(big)),
+                      (big.max(1), big.min(1), big.max(), big.min(), big.max(0), big.min(0))):
+        np.testing.assert_array_equal(got.numpy(), w)
 
 
 @pytest.mark.parametrize("blas", [True, False])

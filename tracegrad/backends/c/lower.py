@@ -487,6 +487,9 @@ class Lowerer:
             for a in accs:
                 a["acc"] = a["out"]
             n_kept = len(loops)
+        combiner = {"sum": "+", "prod": "*", "max": "max", "min": "min"}
+        reduction_clause = " ".join(f"reduction({combiner[a['kind']]}:{a['acc']})"
+                                    + (f" reduction(|:{a['nan']})" if a["nan"] else "") for a in accs)
         parallel = None
         if inplace:
             pass  # the outer loop is a reduced dim: threads would race on the outputs
@@ -499,13 +502,9 @@ class Lowerer:
             when = f"if({work} >= {PARALLEL_MIN_WORK})"
             if n_kept and loops[0]["extent"] > 1:
                 parallel = {"depth": 0, "clause": when, "chunk": chunk}
-            elif not n_kept and accs and all(a["kind"] in ("sum", "prod") for a in accs):
-                clause = " ".join(f"reduction({'+' if a['kind'] == 'sum' else '*'}:{a['acc']})" for a in accs)
-                parallel = {"depth": 0, "clause": f"{when} {clause}", "chunk": chunk}
-        combiner = {"sum": "+", "prod": "*", "max": "max", "min": "min"}
-        simd_clause = " ".join(f"reduction({combiner[a['kind']]}:{a['acc']})"
-                               + (f" reduction(|:{a['nan']})" if a["nan"] else "")
-                               for a in accs) if loops and loops[-1]["reduce"] else ""
+            elif not n_kept and accs:
+                parallel = {"depth": 0, "clause": f"{when} {reduction_clause}", "chunk": chunk}
+        simd_clause = reduction_clause if loops and loops[-1]["reduce"] else ""
         self.plan.kernels.append({
             "kind": "loop", "loops": loops, "n_kept": n_kept,
             "loads": [{"var": v, "ctype": ct, "src": f"{vw.buf}[{ix}]"} for (v, vw, ct), ix in zip(loads, idx)],
