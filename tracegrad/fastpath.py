@@ -239,7 +239,7 @@ def compile_run(prog, targets):
                 L.append(f"    t = {_real(s, (kind, ref))}._grad")
             L.append(f"    if {a} is not t._value:  # else written in place by run_into")
             L.append(f"        {copyto}(t._value, {a})")
-            L.append("    t._bump_version()")
+            L.append("    t._vc.value += 1  # Tensor._bump_version, inline")
         elif kind == "set_grad":
             L.append(f"    {_real(s, ref)}._grad = grads[{n_grad}]")
             n_grad += 1
