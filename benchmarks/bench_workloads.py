@@ -12,7 +12,8 @@ warm-up. ``compile``: first call of ``tiny`` with an
 empty cache (a fresh cache directory), then in a new process with that warm cache.
 ``overhead``: the per-call cost of Python around a compiled ``tiny`` step: the median step time
 minus the median time of its native call alone (the same program, called in the same process,
-alternating blocks of calls). Peers are measured only when installed (PyTorch eager,
+alternating blocks of calls); and, apart, the step with its native call replaced by a no-op
+(Python's own work, without the cache misses the native call leaves behind for it). Peers are measured only when installed (PyTorch eager,
 torch.compile, JAX jit: ``jax_workloads.py``).
 """
 from __future__ import annotations
@@ -141,8 +142,9 @@ def tg_step(name):
 
 # ----------------------------------------------------------------------------- per-call overhead
 def overhead(calls=2000, rounds=7):
-    """(step, native, step - native) in seconds for the compiled tiny step: medians over
-    ``rounds`` blocks of ``calls`` calls, step and native blocks alternating."""
+    """(step, native, step - native, step with a no-op native call) in seconds for the compiled
+    tiny step: medians over ``rounds`` blocks of ``calls`` calls, step and native blocks
+    alternating, then the no-op blocks."""
     from tracegrad.backends.c import _ffi_instance
 
     import workloads
@@ -174,7 +176,9 @@ def overhead(calls=2000, rounds=7):
         natives.append(block(lambda: run(ptrs, ws)))
     t_step, t_native = statistics.median(steps), statistics.median(natives)
     del keep
-    return t_step, t_native, t_step - t_native
+    exe._run = lambda ptrs, ws: 0  # (the results are left as they are: only Python's work counts)
+    t_python = statistics.median(block(lambda: step(*args)) for _ in range(rounds))
+    return t_step, t_native, t_step - t_native, t_python
 
 
 # ----------------------------------------------------------------------------- compile time
@@ -210,9 +214,10 @@ def main(argv=None):
     rows = []
     for name in names:
         if name == "overhead":
-            t_step, t_native, t_py = overhead()
+            t_step, t_native, t_py, t_python = overhead()
             rows.append(("overhead (tiny: step - native)", f"{t_py*1e6:.1f} us",
-                         f"step {t_step*1e6:.1f} us", f"native {t_native*1e6:.1f} us", "", ""))
+                         f"step {t_step*1e6:.1f} us", f"native {t_native*1e6:.1f} us",
+                         f"python alone (native no-op) {t_python*1e6:.1f} us", ""))
             print(rows[-1], flush=True)
             continue
         if name == "compile":
