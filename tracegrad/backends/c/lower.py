@@ -575,6 +575,7 @@ def _reduce_init(kind, dtype):
 
 _FAST_EXP = re.compile(r"(?<![\w])exp\(")
 _FAST_TANH = re.compile(r"(?<![\w])tanh\(")
+_FAST_ERF = re.compile(r"(?<![\w])erf\(")
 
 
 def c_expression(node, args, fast_math=True):
@@ -614,7 +615,7 @@ def c_expression(node, args, fast_math=True):
         raise Unsupported(name, "elementwise op without a C expression")
     expr = op.c.format(*args, ctype=ct)
     if fast_math and ct == "float":  # vectorizable versions (accuracy bound in runtime.h.j2)
-        expr = _FAST_EXP.sub("tg_expf(", _FAST_TANH.sub("tg_tanhf(", expr))
+        expr = _FAST_EXP.sub("tg_expf(", _FAST_TANH.sub("tg_tanhf(", _FAST_ERF.sub("tg_erff(", expr)))
     if out.dtype.short == "b8" and name not in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and",
                                                 "logical_or", "logical_not", "copy", "where"):
         expr = f"(({expr}) != 0)"
