@@ -248,6 +248,11 @@ def test_fast_math_accuracy():
     special_erf = np.array([np.nan, np.inf, -np.inf, 0.0, 3.92, -10.0], np.float32)
     np.testing.assert_array_equal(tg.compile(lambda x: x.erf(), backend="c")(tg.tensor(special_erf)).numpy(),
                                   np.array([np.nan, 1, -1, 0, 1, -1], np.float32))
+    # options={"fast_math": False}: libm's functions instead (docs/guide.md)
+    exact = tg.compile(lambda x: (x.exp(), x.tanh(), x.erf()), backend="c", options={"fast_math": False})
+    exact(tg.tensor(xe[:100]))
+    body = exact.programs[0].source.split("int tg_run(")[1]
+    assert not any(f"{name}(" in body for name in ("tg_expf", "tg_tanhf", "tg_erff")), body
     special = np.array([np.nan, np.inf, -np.inf, 100.0, -100.0, 0.0, 88.72284], np.float32)
     np.testing.assert_array_equal(tg.compile(lambda x: x.exp(), backend="c")(tg.tensor(special)).numpy(),
                                   np.array([np.nan, np.inf, 0, np.inf, 0, 1, np.inf], np.float32))
