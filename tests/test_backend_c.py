@@ -165,6 +165,23 @@ def test_max_and_min_reductions_propagate_nan(dtype):
         np.testing.assert_array_equal(got.numpy(), w)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_arg_reductions_first_nan_then_first_extremum(dtype):
+    """argmax/argmin over an outer, a middle and the last dim and over everything, as NumPy:
+    the first NaN wins, else the first of equal extrema. Over a dim with others inside it the C
+    code walks the inner dim in a vectorized select (kernels.arg_reduce)."""
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((5, 7, 33)) * 3).astype(dtype)
+    if dtype != np.int64:
+        x[1, 0, 3] = x[2, 4, 5] = x[2, 6, 5] = np.nan
+        x[3, :, 7] = np.nan
+    x[4] = 1  # all equal
+    fn = lambda t: (t.argmax(dim=1), t.argmin(dim=1), t.argmax(dim=0), t.argmin(dim=2), t.argmax())  # noqa: E731
+    want = (x.argmax(1), x.argmin(1), x.argmax(0), x.argmin(2), x.argmax())
+    for got, w in zip(tg.compile(fn, backend="c")(tg.tensor(x)), want):
+        np.testing.assert_array_equal(got.numpy(), w)
+
+
 @pytest.mark.parametrize("blas", [True, False])
 def test_matmul_blas_and_loop_fallback(blas):
     rng = np.random.default_rng(3)
