@@ -182,6 +182,27 @@ def test_arg_reductions_first_nan_then_first_extremum(dtype):
         np.testing.assert_array_equal(got.numpy(), w)
 
 
+def test_uniform_constants_are_read_broadcast():
+    """A captured constant of one value throughout (the zeros a backward formula starts from) is
+    read from its first element: a writable copy of it is a fill, and a product with it still
+    right. Values as the interpreter's."""
+    x = np.random.default_rng(7).standard_normal((64, 40)).astype(np.float32)
+
+    def fn(t):
+        zeros = tg.zeros(64, 40)
+        return zeros.index_add(0, tg.tensor([0, 2]), t[:2]), t @ tg.ones(40, 3)
+
+    (rc, fc), (ri, _) = _c_and_interp(fn, x)
+    for c_out, i_out in zip(rc, ri):
+        np.testing.assert_allclose(c_out.numpy(), i_out.numpy(), rtol=1e-6)
+    exe = fc.programs[0].executable
+    big = [k for k, c in enumerate(exe.graph.constants()) if c.shape == (64, 40)]
+    assert big, [c.shape for c in exe.graph.constants()]
+    name = f"k{exe.graph.inputs.__len__() + big[0] + 1}"
+    body = exe.source.split("int tg_run(")[1]
+    assert f"{name}[0]" in body and f"{name}[i0]" not in body, body
+
+
 @pytest.mark.parametrize("blas", [True, False])
 def test_matmul_blas_and_loop_fallback(blas):
     rng = np.random.default_rng(3)

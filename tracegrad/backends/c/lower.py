@@ -180,8 +180,14 @@ class Lowerer:
         for c in g.constants():
             b = self._buffer(ctype_of(c.dtype), 0, "const", slot)
             self._buf_by_name[b.name] = b
-            plan.consts.append(np.ascontiguousarray(c.data, dtype=c.dtype.np))
-            self.views[id(c)] = View(b.name, 0, c.shape, contiguous_strides(c.shape))
+            data = np.ascontiguousarray(c.data, dtype=c.dtype.np)
+            plan.consts.append(data)
+            flat = data.reshape(-1)
+            # one value throughout (the zeros a backward formula starts from): read it broadcast
+            # from the first element, so that a writable copy is a fill, not a copy of memory
+            uniform = flat.size > 1 and bool((flat == flat[0]).all())
+            strides = (0,) * len(c.shape) if uniform else contiguous_strides(c.shape)
+            self.views[id(c)] = View(b.name, 0, c.shape, strides)
             slot += 1
         self._out_bufs = []
         for v in self.out_values:
