@@ -266,7 +266,7 @@ def test_shipped_cffi_module_matches_the_declarations(tmp_path):
 def test_fast_math_accuracy():
     """tg_expf within 3 float32 ulp of the exact exp from -87.3 up to the largest float whose exp
     is finite (88.72283, where adding to the exponent field is at its edge); tg_tanhf within 2e-7
-    absolute; tg_erff within 4 ulp and 3e-7 absolute."""
+    absolute; tg_erff within 4 ulp and 3e-7 absolute; tg_logf and tg_log1pf within 2 ulp."""
     x = np.concatenate([np.linspace(-87.3, 88.72283, 200001), np.linspace(88.3, 88.72283, 10001),
                         np.linspace(-3, 3, 100001)]).astype(np.float32)
     e = tg.compile(lambda x: x.exp(), backend="c")(tg.tensor(x)).numpy()
@@ -286,11 +286,26 @@ def test_fast_math_accuracy():
     special_erf = np.array([np.nan, np.inf, -np.inf, 0.0, 3.92, -10.0], np.float32)
     np.testing.assert_array_equal(tg.compile(lambda x: x.erf(), backend="c")(tg.tensor(special_erf)).numpy(),
                                   np.array([np.nan, 1, -1, 0, 1, -1], np.float32))
+    # log within 2 ulp over all positive floats (subnormals too), log1p likewise above -1
+    xl = np.concatenate([np.geomspace(1e-45, 3e38, 200001), np.linspace(0.5, 2, 100001)]).astype(np.float32)
+    yl = np.concatenate([xl, -np.geomspace(1e-45, 0.999999, 100001)]).astype(np.float32)
+    for name, arg, ref in (("log", xl, np.log), ("log1p", yl, np.log1p)):
+        got = tg.compile(lambda x: getattr(x, name)(), backend="c")(tg.tensor(arg)).numpy().astype(np.float64)
+        want = ref(arg.astype(np.float64))
+        nz = want != 0
+        assert (np.abs(got - want)[nz] / np.spacing(np.abs(want[nz]).astype(np.float32))).max() <= 2.0, name
+    special_log = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, 1.0, -2.0, 1e-45], np.float32)
+    with np.errstate(all="ignore"):
+        for name, ref in (("log", np.log), ("log1p", np.log1p)):
+            got = tg.compile(lambda x: getattr(x, name)(), backend="c")(tg.tensor(special_log)).numpy()
+            np.testing.assert_array_equal(got, ref(special_log))
+            assert np.signbit(got[4]) == np.signbit(ref(special_log)[4])  # -0 kept where NumPy keeps it
     # options={"fast_math": False}: libm's functions instead (docs/guide.md)
-    exact = tg.compile(lambda x: (x.exp(), x.tanh(), x.erf()), backend="c", options={"fast_math": False})
+    exact = tg.compile(lambda x: (x.exp(), x.tanh(), x.erf(), x.log(), x.log1p()), backend="c",
+                       options={"fast_math": False})
     exact(tg.tensor(xe[:100]))
     body = exact.programs[0].source.split("int tg_run(")[1]
-    assert not any(f"{name}(" in body for name in ("tg_expf", "tg_tanhf", "tg_erff")), body
+    assert not any(f"{name}(" in body for name in ("tg_expf", "tg_tanhf", "tg_erff", "tg_logf", "tg_log1pf")), body
     special = np.array([np.nan, np.inf, -np.inf, 100.0, -100.0, 0.0, 88.72284], np.float32)
     np.testing.assert_array_equal(tg.compile(lambda x: x.exp(), backend="c")(tg.tensor(special)).numpy(),
                                   np.array([np.nan, np.inf, 0, np.inf, 0, 1, np.inf], np.float32))

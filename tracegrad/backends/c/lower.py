@@ -582,6 +582,7 @@ def _reduce_init(kind, dtype):
 _FAST_EXP = re.compile(r"(?<![\w])exp\(")
 _FAST_TANH = re.compile(r"(?<![\w])tanh\(")
 _FAST_ERF = re.compile(r"(?<![\w])erf\(")
+_FAST_LOG = re.compile(r"(?<![\w])log(1p)?\(")
 
 
 def c_expression(node, args, fast_math=True):
@@ -621,7 +622,9 @@ def c_expression(node, args, fast_math=True):
         raise Unsupported(name, "elementwise op without a C expression")
     expr = op.c.format(*args, ctype=ct)
     if fast_math and ct == "float":  # vectorizable versions (accuracy bound in runtime.h.j2)
-        expr = _FAST_EXP.sub("tg_expf(", _FAST_TANH.sub("tg_tanhf(", _FAST_ERF.sub("tg_erff(", expr)))
+        for pattern, fast in ((_FAST_EXP, "tg_expf("), (_FAST_TANH, "tg_tanhf("), (_FAST_ERF, "tg_erff("),
+                              (_FAST_LOG, r"tg_log\1f(")):
+            expr = pattern.sub(fast, expr)
     if out.dtype.short == "b8" and name not in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and",
                                                 "logical_or", "logical_not", "copy", "where"):
         expr = f"(({expr}) != 0)"
