@@ -59,6 +59,20 @@ class Tensor:
     __array_priority__ = 1000  # make ``ndarray * Tensor`` defer to Tensor.__rmul__
     _custom_function_view = False  # set on views returned by a custom Function (autograd.function)
     _vc = _LazyVersionCounter()  # shared by a base and its views; bumped by in-place writes
+    # Autograd fields at their defaults, read from the class until a tensor sets its own: a new
+    # tensor's dict holds only what _make gives it (a compiled step makes a handful per call,
+    # an eager op one, and a dict of 3 entries is cheaper to build and free than one of 14).
+    _requires_grad = False
+    _grad = None
+    _grad_fn = None
+    _output_nr = 0
+    _base = None
+    _view_fn = None
+    _view_seen = 0
+    _retains_grad = False
+    _hooks = None
+    _post_acc_hooks = None
+    _acc_node = None
 
     def __init__(self, *args, **kwargs):
         raise TypeError("use tg.tensor(data), tg.zeros(shape), ... to create tensors")
@@ -70,17 +84,8 @@ class Tensor:
         t = object.__new__(cls)
         t._value = value
         t._dtype = dtype if dtype is not None else _dt.from_numpy_dtype(value.dtype)
-        t._requires_grad = requires_grad
-        t._grad = None
-        t._grad_fn = None
-        t._output_nr = 0
-        t._base = None
-        t._view_fn = None
-        t._view_seen = 0
-        t._retains_grad = False
-        t._hooks = None
-        t._post_acc_hooks = None
-        t._acc_node = None
+        if requires_grad:
+            t._requires_grad = True
         t._inference = grad_mode.is_inference_mode_enabled()
         return t
 
