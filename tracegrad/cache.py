@@ -108,12 +108,12 @@ def get_or_build(key, build, on_miss=None):
     """The entry for ``key``, building it once (across processes) with ``build(tmpdir)`` ->
     (path of a built .so inside tmpdir, metadata dict). ``on_miss()`` runs first on a miss,
     outside the lock. Returns (so path, metadata, hit)."""
-    from filelock import FileLock
-
     d = cache_dir()
     found = lookup(key, d)
-    if found is not None:
+    if found is not None:  # published entries are complete (atomic rename): no lock to read one
         return found[0], found[1], True
+    from filelock import FileLock  # (only on a miss: importing it is ~20 ms of a warm start)
+
     if on_miss is not None:
         on_miss()
     with FileLock(str(d / f"{key}.lock"), timeout=LOCK_TIMEOUT_S):

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import functools
 import glob
 import importlib.util
 import os
 import platform
 import shutil
-import subprocess
 import tempfile
 from typing import NamedTuple
 
@@ -45,6 +43,8 @@ def compiler():
 
 @functools.lru_cache(maxsize=None)
 def compiler_version(cc):
+    import subprocess  # (imported where a compiler runs: a warm start runs none)
+
     try:
         out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError) as e:
@@ -73,6 +73,8 @@ def cpu_features():
 @functools.lru_cache(maxsize=None)
 def _probe(cc, flags):
     """Does ``cc`` build a shared object with ``flags``?"""
+    import subprocess
+
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "probe.c")
         with open(src, "w") as f:
@@ -133,6 +135,8 @@ def _flags(openmp=True, native=True):
 
 def compile_shared(source, workdir, flag_list):
     """Compile C ``source`` to ``workdir/program.so``; returns its path."""
+    import subprocess
+
     src = os.path.join(workdir, "program.c")
     out = os.path.join(workdir, "program.so")
     with open(src, "w") as f:
@@ -219,6 +223,8 @@ def _blas_candidates():
         for p in sorted(glob.glob(pattern)):
             yield p, "scipy_", 1, False
     for name in ("openblas", "cblas", "blas"):
+        import ctypes.util  # (here: it imports subprocess, ~6 ms of a warm start)
+
         p = ctypes.util.find_library(name)
         if p:
             yield p, "", 0, False
