@@ -190,11 +190,13 @@ def test_uniform_constants_are_read_broadcast():
 
     def fn(t):
         zeros = tg.zeros(64, 40)
-        return zeros.index_add(0, tg.tensor([0, 2]), t[:2]), t @ tg.ones(40, 3)
+        signed = tg.tensor([0.0, -0.0, 0.0])  # equal values, not equal bits: not uniform
+        return zeros.index_add(0, tg.tensor([0, 2]), t[:2]), t @ tg.ones(40, 3), 1 / (signed * t[0, :3].abs())
 
     (rc, fc), (ri, _) = _c_and_interp(fn, x)
     for c_out, i_out in zip(rc, ri):
         np.testing.assert_allclose(c_out.numpy(), i_out.numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(rc[2].numpy(), [np.inf, -np.inf, np.inf])
     exe = fc.programs[0].executable
     big = [k for k, c in enumerate(exe.graph.constants()) if c.shape == (64, 40)]
     assert big, [c.shape for c in exe.graph.constants()]

@@ -107,6 +107,22 @@ def test_fold_uniform_results_become_expand_of_a_literal():
     assert str(g).splitlines()[1] == "  %1:f32[1000] = expand 1.0:f32 shape=(1000,)"
 
 
+def test_signed_zeros_are_not_one_value():
+    """0.0 and -0.0 compare equal but are two values (1 / x tells them apart): a constant or a
+    folded result holding both is not uniform, in eager, interpreted and compiled code alike."""
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+
+    def fn(t):
+        return 1 / (tg.tensor([0.0, -0.0, 0.0]) * t), 1 / (tg.tensor([0.0, -0.0]) * 1.0 + 0.0 * t[:2])
+
+    want = [r.numpy() for r in fn(tg.tensor(x))]
+    np.testing.assert_array_equal(want[0], [np.inf, -np.inf, np.inf])
+    for backend in ("interpreter", "c"):
+        got = tg.compile(fn, backend=backend)(tg.tensor(x))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), w)
+
+
 def test_fold_small_results_to_constants_and_leaves_big_ones():
     g = _optimised(lambda x: x + tg.arange(4.0).exp(), tg.ones(4))
     assert _ops(g) == ["add"] and g.nodes[0].inputs[1].kind == "const"

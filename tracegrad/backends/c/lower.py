@@ -26,6 +26,7 @@ import re
 
 import numpy as np
 
+from ...ir.passes.simplify import uniform_value
 from . import memory
 from .views import View, coalesce, contiguous_strides
 
@@ -182,10 +183,9 @@ class Lowerer:
             self._buf_by_name[b.name] = b
             data = np.ascontiguousarray(c.data, dtype=c.dtype.np)
             plan.consts.append(data)
-            flat = data.reshape(-1)
             # one value throughout (the zeros a backward formula starts from): read it broadcast
             # from the first element, so that a writable copy is a fill, not a copy of memory
-            uniform = flat.size > 1 and bool((flat == flat[0]).all())
+            uniform = data.size > 1 and uniform_value(data) is not None
             strides = (0,) * len(c.shape) if uniform else contiguous_strides(c.shape)
             self.views[id(c)] = View(b.name, 0, c.shape, strides)
             slot += 1

@@ -222,9 +222,9 @@ def _blas_candidates():
                     os.path.join(np_dir, ".dylibs", "libscipy_openblas64_*")):
         for p in sorted(glob.glob(pattern)):
             yield p, "scipy_", 1, False
-    for name in ("openblas", "cblas", "blas"):
-        import ctypes.util  # (here: it imports subprocess, ~6 ms of a warm start)
+    import ctypes.util  # (here: it imports subprocess, ~6 ms of a warm start)
 
+    for name in ("openblas", "cblas", "blas"):
         p = ctypes.util.find_library(name)
         if p:
             yield p, "", 0, False

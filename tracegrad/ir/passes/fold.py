@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.registry import REGISTRY
-from .simplify import scalar_of
+from .simplify import scalar_of, uniform_value
 
 FOLD_LIMIT = 64
 
@@ -54,9 +54,9 @@ def fold(graph):
             continue
         if result.ndim == 0:
             subst[id(n.out)] = graph.literal(result[()], n.out.dtype)
-        elif result.size and np.all(result == result.flat[0]):
+        elif (one := uniform_value(result)) is not None:
             n.op, n.attrs = REGISTRY["expand"], {"shape": n.out.shape}
-            n.inputs = [graph.literal(result.flat[0], n.out.dtype)]
+            n.inputs = [graph.literal(one, n.out.dtype)]
             kept.append(n)
         elif result.size <= max(FOLD_LIMIT, sum(i.numel for i in n.inputs if i.kind == "const")):
             result.setflags(write=False)

@@ -57,6 +57,16 @@ def simplify(graph):
 
 
 # ----------------------------------------------------------------------------- helpers
+def uniform_value(array):
+    """The one value a non-empty ``array`` holds everywhere, or None. Bit for bit: ``-0.0``
+    beside ``0.0`` is two values (``1 / x`` tells them apart), and NaNs of one pattern are one."""
+    flat = np.ascontiguousarray(array).reshape(-1)
+    if not flat.size:
+        return None
+    bits = flat.view(f"u{flat.itemsize}")
+    return flat[0] if bool((bits == bits[0]).all()) else None
+
+
 def scalar_of(v):
     """The one value ``v`` holds everywhere (a NumPy scalar of v's dtype), or None."""
     while True:
@@ -64,9 +74,7 @@ def scalar_of(v):
             return v.data
         if v.kind == "const":
             d = v.data
-            if 0 < d.size <= _UNIFORM_SCAN_LIMIT and np.all(d == d.flat[0]):
-                return d.flat[0]
-            return None
+            return uniform_value(d) if d.size <= _UNIFORM_SCAN_LIMIT else None
         if v.kind == "node" and v.node.op.name in ("expand", "reshape", "permute", "copy"):
             v = v.node.inputs[0]
             continue
