@@ -110,6 +110,9 @@ def category_default(cat: int) -> DType:
     return (bool_, int64, get_default_dtype())[cat]
 
 
+_Tensor = None
+
+
 def result_type(*args) -> DType:
     """PyTorch's promotion: tensors with dims > 0 first, then 0-dim tensors, then Python scalars.
 
@@ -117,8 +120,18 @@ def result_type(*args) -> DType:
     (bool < integer < floating), in which case the category's default dtype is used
     (for 0-dim tensors: their own dtype).
     """
-    from .tensor import Tensor
-
+    global _Tensor
+    if _Tensor is None:  # (tensor.py imports this module: bound on first use, not per call)
+        from .tensor import Tensor as _Tensor
+    Tensor = _Tensor
+    if len(args) == 2:  # the usual call, a binary op: answered without building the lists below
+        a, b = args
+        if isinstance(a, Tensor):
+            if isinstance(b, Tensor):
+                if a._dtype is b._dtype:
+                    return a._dtype
+            elif scalar_category(b) <= a._dtype.category:
+                return a._dtype  # a scalar of the tensor's category or lower never changes it
     dims = [a.dtype for a in args if isinstance(a, Tensor) and a.ndim > 0]
     zero = [a.dtype for a in args if isinstance(a, Tensor) and a.ndim == 0]
     scalars = [scalar_category(a) for a in args if not isinstance(a, Tensor)]
