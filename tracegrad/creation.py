@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from . import dtypes as _dt
+from .ir import trace  # (imports nothing of the package: no cycle)
 from .tensor import Tensor
 
 
@@ -53,8 +54,6 @@ def _flatten(data):
 
 def _wrap(array, dtype, requires_grad=False):
     """Make a fresh tensor (a constant of the trace when tracing)."""
-    from .ir import trace
-
     tracer = trace.current_tracer()
     value = tracer.constant(array, dtype) if tracer is not None else array
     t = Tensor._make(value, dtype)
@@ -211,8 +210,6 @@ def manual_seed(seed):
 
 
 def _random(size, dtype, requires_grad, sample):
-    from .ir import trace
-
     if trace.current_tracer() is not None:
         trace.graph_break("random tensor creation (tg.randn/rand/randint) inside a compiled function")
     dt = _float(dtype)
@@ -251,8 +248,6 @@ def seed_tensor():
     """A fresh int64 seed for a random op. While tracing it is a program input that the
     compiled program draws from the global generator on every call (so dropout masks differ
     between calls, stay reproducible under tg.manual_seed, and never force a retrace)."""
-    from .ir import trace
-
     tracer = trace.current_tracer()
     if tracer is not None:
         return Tensor._make(tracer.seed_input(), _dt.int64)

@@ -19,6 +19,7 @@ from .ops import linalg as L
 from .ops import movement as M
 from .ops import reduce as R
 from .ops.shapes import normalize_dims, numel, wrap_dim
+from .creation import _wrap
 from .tensor import Tensor
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -26,8 +27,6 @@ values_indices = namedtuple("values_indices", ["values", "indices"])
 
 # ----------------------------------------------------------------------------- conversion
 def scalar_tensor(value, dtype):
-    from .creation import _wrap
-
     return _wrap(np.asarray(value, dtype=dtype.np), dtype)
 
 

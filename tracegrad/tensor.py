@@ -12,6 +12,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .autograd import grad_mode
+from .ir import trace  # (imports nothing of the package: no cycle)
 
 
 class Size(tuple):
@@ -145,8 +146,6 @@ class Tensor:
 
     def _raw(self):
         """The storage: an ndarray, or the current IR value while tracing."""
-        from .ir import trace
-
         tracer = trace.current_tracer()
         if tracer is not None:
             return tracer.value_of(self)
@@ -211,8 +210,6 @@ class Tensor:
 
     def _get_grad(self):
         """``.grad`` without the non-leaf warning (the tracer's view of it while tracing)."""
-        from .ir import trace
-
         tracer = trace.current_tracer()
         if tracer is not None:
             return tracer.get_grad(self)
@@ -220,8 +217,6 @@ class Tensor:
 
     @grad.setter
     def grad(self, value):
-        from .ir import trace
-
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError("assigned grad expected to be a Tensor or None but got grad of "
@@ -474,16 +469,12 @@ def _rebuild(array, dtype_name, requires_grad):
 
 
 def _graph_break(reason):
-    from .ir import trace
-
     trace.graph_break(reason)
     raise RuntimeError(reason)  # not reached while tracing; outside tracing traced tensors don't exist
 
 
 def _outside_read(t, what):
     """Reading the values of a user tensor while tracing: the tracer guards or breaks."""
-    from .ir import trace
-
     tracer = trace.current_tracer()
     if tracer is not None:
         tracer.read_value(t, what)
