@@ -13,7 +13,7 @@ import re
 import types
 import weakref
 
-from . import grad_mode
+from . import anomaly, grad_mode, saved_hooks  # (neither imports this module: no cycle)
 
 _handle_ids = itertools.count()
 
@@ -68,8 +68,6 @@ class SavedTensor:
                  "freed", "name", "requires_grad")
 
     def __init__(self, tensor, node=None, is_output=False):
-        from . import saved_hooks
-
         if getattr(tensor, "_inference", False) and not grad_mode.is_inference_mode_enabled():
             raise RuntimeError(
                 "Inference tensors cannot be saved for backward. Please do not use Tensors created "
@@ -277,8 +275,6 @@ class OpNode(Node):
     """The backward of one registry primitive: calls its VJP rule on the saved values."""
 
     def __init__(self, op, inputs, attrs, out):
-        from ..ops.registry import OpDef  # noqa: F401  (type only)
-
         edges = [gradient_edge(t) if i not in op.nondiff_inputs else None
                  for i, t in enumerate(inputs)]
         super().__init__([e if e is not None else (None, 0) for e in edges])
@@ -295,8 +291,6 @@ class OpNode(Node):
 
     @classmethod
     def attach(cls, op, inputs, attrs, out):
-        from . import anomaly
-
         node = cls(op, inputs, attrs, out)
         out._grad_fn = node
         out._requires_grad = True
