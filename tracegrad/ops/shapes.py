@@ -4,6 +4,8 @@ from __future__ import annotations
 
 def broadcast_shapes(*shapes):
     """NumPy/PyTorch broadcasting; the error names both sizes and the dimension."""
+    if len(shapes) == 2 and shapes[0] == shapes[1]:  # the usual case: nothing to broadcast
+        return tuple(shapes[0])
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:
