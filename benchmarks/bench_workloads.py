@@ -13,8 +13,8 @@ empty cache (a fresh cache directory), then in a new process with that warm cach
 ``overhead``: the per-call cost of Python around a compiled ``tiny`` step: the median step time
 minus the median time of its native call alone (the same program, called in the same process,
 alternating blocks of calls); and, apart, the step with its native call replaced by a no-op
-(Python's own work, without the cache misses the native call leaves behind for it). Peers are measured only when installed (PyTorch eager,
-torch.compile, JAX jit: ``jax_workloads.py``).
+(Python's own work, without the cache misses the native call leaves behind for it). Peers are
+measured only when installed (PyTorch eager, torch.compile, JAX jit: ``jax_workloads.py``).
 """
 from __future__ import annotations
 
