@@ -4,6 +4,7 @@ function), plus fusion, views, BLAS, workspace reuse, fallback and hand-written 
 """
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -200,7 +201,8 @@ def test_uniform_constants_are_read_broadcast():
     exe = fc.programs[0].executable
     big = [k for k, c in enumerate(exe.graph.constants()) if c.shape == (64, 40)]
     assert big, [c.shape for c in exe.graph.constants()]
-    name = f"k{exe.graph.inputs.__len__() + big[0] + 1}"
+    slot = len(exe.graph.inputs) + big[0]  # constants follow the inputs in args[]
+    name = re.search(rf"\*(\w+) = \([^)]*\)args\[{slot}\];", exe.source).group(1)
     body = exe.source.split("int tg_run(")[1]
     assert f"{name}[0]" in body and f"{name}[i0]" not in body, body
 
@@ -389,7 +391,6 @@ def test_elementwise_loops_vectorize_without_avx512(case, tmp_path):
     ``max_reduction``, a row max (softmax, cross-entropy), which vectorizes as an OpenMP simd max
     reduction once NaN is tracked apart from the comparison."""
     import platform
-    import re
     import subprocess
 
     from tracegrad.backends.c import toolchain
