@@ -639,11 +639,12 @@ def c_expression(node, args, fast_math=True):
 def _pow_by_literal(a, p, ct):
     """``a ** p`` for the exponents with a cheaper form than libm's ``pow``, a scalar call that
     keeps a loop from vectorizing (``x ** 3`` over 1 M floats: 6.5 ms against 0.1 ms). The
-    forms are those NumPy's own fast paths use (``x * x``, ``sqrt``, ``1 / x``) or products
-    within an ulp of ``pow``; pow's edge values are kept (``x ** -0.5`` of +-0 is inf, of -inf
-    is 0). None for any other exponent."""
+    forms are those NumPy's own fast paths use (``sqrt``, ``1 / x``) or products within an ulp
+    of ``pow``; pow's edge values are kept (``x ** -0.5`` of +-0 is inf, of -inf is 0). None
+    for any other exponent. 1 and 2 are the simplify pass's (``x`` and ``x * x`` in the IR,
+    for every backend); with ``optimize=False`` GCC folds ``pow(x, 1)`` and ``pow(x, 2)``."""
     one = f"(({ct})1)"
-    forms = {0.0: one, 1.0: a, 2.0: f"({a} * {a})", 3.0: f"({a} * {a} * {a})",
+    forms = {0.0: one, 3.0: f"({a} * {a} * {a})",
              4.0: f"(({a} * {a}) * ({a} * {a}))", -1.0: f"({one} / {a})", 0.5: f"sqrt({a})",
              -0.5: f"({a} == 0 ? ({ct})INFINITY : ({a} == -({ct})INFINITY ? ({ct})0 : {one} / sqrt({a})))"}
     return forms.get(p)
