@@ -196,7 +196,8 @@ def test_uniform_constants_are_read_broadcast():
 
     (rc, fc), (ri, _) = _c_and_interp(fn, x)
     for c_out, i_out in zip(rc, ri):
-        np.testing.assert_allclose(c_out.numpy(), i_out.numpy(), rtol=1e-6)
+        # the product sums 40 terms of size ~1 in an order that depends on the BLAS kernel
+        np.testing.assert_allclose(c_out.numpy(), i_out.numpy(), rtol=1e-6, atol=1e-5)
     np.testing.assert_array_equal(rc[2].numpy(), [np.inf, -np.inf, np.inf])
     exe = fc.programs[0].executable
     big = [k for k, c in enumerate(exe.graph.constants()) if c.shape == (64, 40)]
