@@ -110,6 +110,7 @@ class Plan:
         self.workspace = 0
         self.inplace = []  # (output slot position, paired input index or -1): see lower()
         self.deferred = ()  # in-place positions copied in at the end (a read-after-write hazard)
+        self.fast_math = True  # the vectorized math functions of runtime.h.j2 (option fast_math)
 
 
 class Lowerer:
@@ -119,6 +120,7 @@ class Lowerer:
         self._io = []  # per kernel: [(buffer name, "r" | "w" | "a" | "?", index or None)]
         self.options = options or {}
         self.plan = Plan(graph)
+        self.plan.fast_math = bool(self.options.get("fast_math", True))
         self.views = {}  # id(value) -> View (materialized or a view of a materialized value)
         self.nest_of = {}  # id(value) -> Nest that computes it
         self.open = {}  # shape -> open Nest
@@ -426,7 +428,7 @@ class Lowerer:
             args = [operand(v) for v in m.inputs]
             var = f"t{len(stmts)}"
             stmts.append((var, local_ctype(m.out.dtype),
-                          c_expression(m, args, self.options.get("fast_math", True))))
+                          c_expression(m, args, self.plan.fast_math)))
             local[id(m.out)] = var
             outside = any(id(c) not in members for c in self.consumers.get(id(m.out), ()))
             if outside or id(m.out) in out_ids:
