@@ -336,6 +336,31 @@ def test_fast_math_accuracy():
                                   np.array([np.nan, 1, -1, 1, -1, 0, 1], np.float32))
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_unfold_and_fold_geometries(seed):
+    """im2col and its transpose split each row at the image's edges (kernels.py: _window_rows):
+    random kernels, strides, paddings (rows wholly in the padding included) and dilations give
+    the interpreter's values."""
+    from tracegrad.ops import nn as N
+
+    rng = np.random.default_rng(seed)
+    kernel = tuple(int(k) for k in rng.integers(1, 4, 2))
+    stride = tuple(int(k) for k in rng.integers(1, 4, 2))
+    dilation = tuple(int(k) for k in rng.integers(1, 3, 2))
+    padding = tuple(tuple(int(p) for p in rng.integers(0, 4, 2)) for _ in range(2))
+    h, w = (int(v) for v in rng.integers(4, 9, 2))
+    geo = {"kernel": kernel, "stride": stride, "padding": padding, "dilation": dilation}
+    x = rng.standard_normal((2, 3, h, w)).astype(np.float32)
+
+    def fn(t):
+        cols = N.UNFOLD2D(t, pad_value=-2.0, **geo)
+        return cols, N.FOLD2D(cols * 0.5, output_size=(h, w), **geo)
+
+    (rc, _), (ri, _) = _c_and_interp(fn, x)
+    np.testing.assert_array_equal(rc[0].numpy(), ri[0].numpy())
+    np.testing.assert_allclose(rc[1].numpy(), ri[1].numpy(), rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", ["sin", "cos", "tan", "expm1", "pow"])
 def test_libm_vector_forms(name, dtype):
