@@ -85,12 +85,15 @@ def _dispatch(op: OpDef, *inputs, **attrs):
             value = np.asarray(value)
         if value.dtype != dtype.np:
             value = value.astype(dtype.np)
-        if value.shape != tuple(shape):
+        if value.shape != shape and value.shape != tuple(shape):
             raise AssertionError(f"{op.name}: impl gave shape {value.shape}, infer said {shape}")
     out = _Tensor._make(value, dtype)
-    if (op.differentiable and dtype.category == 2 and grad_mode.is_grad_enabled()
-            and any(t._requires_grad for i, t in enumerate(inputs) if i not in op.nondiff_inputs)):
-        _OpNode.attach(op, inputs, attrs, out)
+    if op.differentiable and dtype.category == 2 and grad_mode.is_grad_enabled():
+        skip = op.nondiff_inputs
+        for i, t in enumerate(inputs):
+            if t._requires_grad and i not in skip:
+                _OpNode.attach(op, inputs, attrs, out)
+                break
     if _forward_ad._active_level is not None:
         _forward_ad.propagate(op, inputs, attrs, out)
     return out

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 def broadcast_shapes(*shapes):
     """NumPy/PyTorch broadcasting; the error names both sizes and the dimension."""
-    if len(shapes) == 2 and shapes[0] == shapes[1]:  # the usual case: nothing to broadcast
-        return tuple(shapes[0])
+    if len(shapes) == 2:  # the usual cases: nothing to broadcast, or a tensor and a scalar
+        a, b = shapes
+        if a == b or not b:
+            return tuple(a)
+        if not a:
+            return tuple(b)
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:
