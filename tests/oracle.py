@@ -131,7 +131,8 @@ def _twins():
         "neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tan",
         "tanh", "sigmoid", "erf", "relu", "floor", "logical_not", "add", "sub", "mul", "div",
         "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-        "logical_or", "where", "matmul")}
+        "logical_or", "where", "matmul", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+        "atanh", "exp2", "ceil", "trunc", "round", "atan2", "hypot", "fmod", "remainder")}
     twins.update({
         "clamp": lambda x, min=None, max=None: t.clamp(x, min, max),
         "cast": lambda x, dtype: x.to(TG_TO_TORCH_DTYPE[dtype]),

@@ -362,7 +362,8 @@ def test_unfold_and_fold_geometries(seed):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("name", ["sin", "cos", "tan", "expm1", "pow"])
+@pytest.mark.parametrize("name", ["sin", "cos", "tan", "expm1", "pow", "asin", "acos", "atan", "sinh",
+                                  "cosh", "asinh", "acosh", "atanh", "exp2", "atan2", "hypot"])
 def test_libm_vector_forms(name, dtype):
     """Functions with no tracegrad-own fast form call libm; where glibc's libmvec has their
     vector forms (toolchain.MVEC_FUNCTIONS) the loop vectorizes through them: within 4 ulp of
@@ -375,14 +376,17 @@ def test_libm_vector_forms(name, dtype):
     x = np.concatenate([rng.uniform(-10, 10, 20000), np.geomspace(1e-30, big, 20000),
                         -np.geomspace(1e-30, big, 20000), rng.uniform(-1e6, 1e6, 20000)]).astype(dtype)
     edges = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 88.8, -104.0], dtype)
-    if name == "pow":
-        base = np.abs(x[::4])
+    if name in ("pow", "atan2", "hypot"):
+        base = np.abs(x[::4]) if name == "pow" else x[::4]
         x, y = np.meshgrid(np.concatenate([base, edges]), np.concatenate([edges, [0.5, 2.5, -3.0]]))
         x, y = x.ravel().astype(dtype), y.ravel().astype(dtype)
-        fn, args, exact = (lambda a, b: a ** b), (x, y), lambda a, b: np.power(a, b)
+        exact = {"pow": np.power, "atan2": np.arctan2, "hypot": np.hypot}[name]
+        fn, args = (lambda a, b: getattr(tg, name)(a, b)), (x, y)
     else:
         x = np.concatenate([x, edges])
-        fn, args, exact = (lambda a: getattr(a, name)()), (x,), getattr(np, name)
+        exact = getattr(np, {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
+                             "acosh": "arccosh", "atanh": "arctanh"}.get(name, name))
+        fn, args = (lambda a: getattr(a, name)()), (x,)
     f = tg.compile(fn, backend="c")
     got = f(*map(tg.tensor, args)).numpy()
     with np.errstate(all="ignore"):

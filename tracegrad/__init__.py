@@ -20,7 +20,9 @@ from .creation import (arange, as_tensor, empty, empty_like, eye, from_dlpack, f
                        full_like, linspace, manual_seed, ones, ones_like, rand, rand_like, randint,
                        randn, randn_like, tensor, zeros, zeros_like)
 from .functional import *  # noqa: F401,F403
-from .functional import (abs, max, min, pow, sum)  # noqa: A004  (shadow builtins like torch)
+from .functional import (abs, max, min, pow, round, sum)  # noqa: A004  (shadow builtins like torch)
+from .composites import *  # noqa: F401,F403
+from .composites import all, any  # noqa: A004
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import autograd

@@ -3,6 +3,7 @@ Every method is a thin call into ``tracegrad.functional``: one place for each ru
 from __future__ import annotations
 
 from . import dtypes as _dt
+from . import composites as C
 from . import functional as F
 from . import indexing
 from .autograd import forward_ad, grad_mode
@@ -32,6 +33,12 @@ _PLAIN = [
 ]
 for _name in _PLAIN:
     setattr(Tensor, _name, _method(getattr(F, _name)))
+for _name in ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos",
+              "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "ceil", "trunc", "fix", "round",
+              "atan2", "arctan2", "hypot", "fmod", "remainder"]:
+    setattr(Tensor, _name, _method(getattr(F, _name)))
+for _name in C.__all__:
+    setattr(Tensor, _name, _method(getattr(C, _name)))
 Tensor.allclose = _method(F.allclose)
 
 Tensor.multiply = Tensor.mul
@@ -150,6 +157,14 @@ for _name in ["add", "sub", "mul", "div", "pow", "clamp", "clip", "exp", "log", 
     if _name in ("t", "squeeze", "unsqueeze", "transpose"):
         continue  # shape-changing in-place ops are not supported (they rarely make sense)
     setattr(Tensor, _name + "_", _inplace(getattr(F, _name)))
+for _name in ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "ceil",
+              "trunc", "round", "atan2", "hypot", "fmod", "remainder"]:
+    setattr(Tensor, _name + "_", _inplace(getattr(F, _name)))
+for _name in ["masked_fill", "nan_to_num", "lerp", "addcmul", "addcdiv", "tril", "triu", "frac",
+              "deg2rad", "rad2deg", "logaddexp"]:
+    setattr(Tensor, _name + "_", _inplace(getattr(C, _name)))
+Tensor.__mod__ = _binop(F.remainder)
+Tensor.__rmod__ = _binop(F.remainder, reflected=True)
 Tensor.__iadd__ = Tensor.add_
 Tensor.__isub__ = Tensor.sub_
 Tensor.__imul__ = Tensor.mul_

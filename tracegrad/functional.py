@@ -189,6 +189,50 @@ exp, log, log1p, expm1, sqrt, rsqrt, sin, cos, tan, tanh, sigmoid, relu, erf, fl
     _unary(o) for o in (E.EXP, E.LOG, E.LOG1P, E.EXPM1, E.SQRT, E.RSQRT, E.SIN, E.COS, E.TAN,
                         E.TANH, E.SIGMOID, E.RELU, E.ERF, E.FLOOR))
 abs, sign = _unary(E.ABS), _unary(E.SIGN)
+asin, acos, atan, sinh, cosh, asinh, acosh, atanh, exp2, ceil, trunc = (
+    _unary(o) for o in (E.ASIN, E.ACOS, E.ATAN, E.SINH, E.COSH, E.ASINH, E.ACOSH, E.ATANH, E.EXP2,
+                        E.CEIL, E.TRUNC))
+arcsin, arccos, arctan, arcsinh, arccosh, arctanh, fix = asin, acos, atan, asinh, acosh, atanh, trunc
+
+
+def round(x, *, decimals=0):  # noqa: A001  (torch.round)
+    """Half to even, as ``torch.round``; ``decimals`` scales by 10**decimals around it, as
+    PyTorch does (so ``round(x, decimals=2)`` is ``round(x * 100) / 100``)."""
+    if decimals == 0:
+        return E.ROUND(x)
+    scale = float(10.0 ** builtins.abs(decimals))
+    if decimals > 0:
+        return div(E.ROUND(mul(x, scale)), scale)
+    return mul(E.ROUND(div(x, scale)), scale)
+
+
+def atan2(input, other):
+    return E.ATAN2(*_promoted(input, other, floating=True))
+
+
+arctan2 = atan2
+
+
+def hypot(input, other):
+    return E.HYPOT(*_promoted(input, other, floating=True))
+
+
+def _float_mod(op, a, b):
+    a, b = _promoted(a, b)
+    if not a.dtype.is_floating_point:
+        raise TypeError(f"tg.{op.name}: integer tensors are not supported (got {a.dtype.name}); "
+                        "use floating-point tensors")
+    return op(a, b)
+
+
+def fmod(input, other):
+    """The remainder of ``input / other`` with the sign of ``input`` (C's fmod)."""
+    return _float_mod(E.FMOD, input, other)
+
+
+def remainder(input, other):
+    """The remainder of ``input / other`` with the sign of ``other`` (Python's ``%``)."""
+    return _float_mod(E.REMAINDER, input, other)
 
 
 def square(x):

@@ -44,7 +44,8 @@ def unary(name, fn, vjp, jvp, c, save=(0,), float_only=True, differentiable=True
 def _sample_for(name):
     # a domain where the function is smooth, for the registry-driven tests
     return {"log": "positive", "sqrt": "positive", "rsqrt": "positive", "log1p": "positive",
-            "abs": "nonzero", "sign": "nonzero", "relu": "nonzero", "tan": "small"}.get(name, "any")
+            "abs": "nonzero", "sign": "nonzero", "relu": "nonzero", "tan": "small", "asin": "small",
+            "acos": "small", "atanh": "small", "acosh": "above_one"}.get(name, "any")
 
 
 def _infer_binary(a, b, **_):
@@ -103,6 +104,34 @@ TAN = unary("tan", np.tan, save=("out",), vjp=lambda ctx, g: (g * (1 + ctx.out *
 TANH = unary("tanh", np.tanh, save=("out",), vjp=lambda ctx, g: (g * (1 - ctx.out * ctx.out),),
              jvp=lambda ctx, t: t * (1 - ctx.out * ctx.out), c="tanh({0})")
 
+# inverse trigonometric and hyperbolic functions; the rules are written so that they
+# differentiate again (x * x rather than x ** 2, whose derivative needs a log)
+ASIN = unary("asin", np.arcsin, vjp=lambda ctx, g: (g * (1 - _sq(ctx.input(0))).rsqrt(),),
+             jvp=lambda ctx, t: t * (1 - _sq(ctx.input(0))).rsqrt(), c="asin({0})")
+ACOS = unary("acos", np.arccos, vjp=lambda ctx, g: (-g * (1 - _sq(ctx.input(0))).rsqrt(),),
+             jvp=lambda ctx, t: -t * (1 - _sq(ctx.input(0))).rsqrt(), c="acos({0})")
+ATAN = unary("atan", np.arctan, vjp=lambda ctx, g: (g / (1 + _sq(ctx.input(0))),),
+             jvp=lambda ctx, t: t / (1 + _sq(ctx.input(0))), c="atan({0})")
+SINH = unary("sinh", np.sinh, vjp=lambda ctx, g: (g * ctx.input(0).cosh(),),
+             jvp=lambda ctx, t: t * ctx.input(0).cosh(), c="sinh({0})")
+COSH = unary("cosh", np.cosh, vjp=lambda ctx, g: (g * ctx.input(0).sinh(),),
+             jvp=lambda ctx, t: t * ctx.input(0).sinh(), c="cosh({0})")
+ASINH = unary("asinh", np.arcsinh, vjp=lambda ctx, g: (g * (_sq(ctx.input(0)) + 1).rsqrt(),),
+              jvp=lambda ctx, t: t * (_sq(ctx.input(0)) + 1).rsqrt(), c="asinh({0})")
+ACOSH = unary("acosh", np.arccosh, vjp=lambda ctx, g: (g * (_sq(ctx.input(0)) - 1).rsqrt(),),
+              jvp=lambda ctx, t: t * (_sq(ctx.input(0)) - 1).rsqrt(), c="acosh({0})")
+ATANH = unary("atanh", np.arctanh, vjp=lambda ctx, g: (g / (1 - _sq(ctx.input(0))),),
+              jvp=lambda ctx, t: t / (1 - _sq(ctx.input(0))), c="atanh({0})")
+EXP2 = unary("exp2", np.exp2, save=("out",), vjp=lambda ctx, g: (g * ctx.out * _LN2,),
+             jvp=lambda ctx, t: t * ctx.out * _LN2, c="exp2({0})")
+
+
+def _sq(x):
+    return x * x
+
+
+_LN2 = math.log(2.0)
+
 
 def _sigmoid(x):
     # stable for large |x|: exp of a non-positive number only
@@ -145,6 +174,13 @@ LOGICAL_NOT = defop("logical_not", infer=lambda x: (tuple(x.shape), _dt.bool_),
                     sample=lambda: [(("bool",), {})])
 FLOOR = unary("floor", np.floor, save=(), float_only=False, vjp=lambda ctx, g: (g * 0,),
               jvp=lambda ctx, t: t * 0, c="floor({0})")
+CEIL = unary("ceil", np.ceil, save=(), float_only=False, vjp=lambda ctx, g: (g * 0,),
+             jvp=lambda ctx, t: t * 0, c="ceil({0})")
+TRUNC = unary("trunc", np.trunc, save=(), float_only=False, vjp=lambda ctx, g: (g * 0,),
+              jvp=lambda ctx, t: t * 0, c="trunc({0})")
+# half to even, as torch.round and np.round; C's rint rounds so in the default rounding mode
+ROUND = unary("round", np.round, save=(), float_only=False, vjp=lambda ctx, g: (g * 0,),
+              jvp=lambda ctx, t: t * 0, c="rint({0})")
 
 
 # ----------------------------------------------------------------------------- binary
@@ -222,6 +258,32 @@ def _minmax_jvp(pick_a):
     return jvp
 
 
+def _partials(da, db):
+    """(vjp, jvp) of a binary op from its partial derivatives, functions of the ctx (None:
+    the derivative is 1): g * da, g * db and ta * da + tb * db."""
+    def times(grad, d, ctx):
+        return grad if d is None else grad * d(ctx)
+
+    def vjp(ctx, g):
+        return (times(g, da, ctx) if ctx.needs_input_grad[0] else None,
+                times(g, db, ctx) if ctx.needs_input_grad[1] else None)
+
+    def jvp(ctx, ta, tb):
+        res = None if ta is None else times(ta, da, ctx)
+        if tb is not None:
+            part = times(tb, db, ctx)
+            res = part if res is None else res + part
+        return res
+
+    return vjp, jvp
+
+
+def _remainder(a, b):
+    """Python's and PyTorch's remainder (the sign of the divisor), from fmod as torch does."""
+    m = np.fmod(a, b)
+    return np.where((m != 0) & ((b < 0) != (m < 0)), m + b, m).astype(m.dtype, copy=False)
+
+
 def _true_divide(a, b):
     return np.divide(a, b)
 
@@ -241,6 +303,26 @@ DIV = binary("div", _true_divide,
 # a positive base keeps a ** b real for every exponent
 POW = binary("pow", np.power, vjp=_pow_vjp, jvp=_pow_jvp, c="pow({0}, {1})",
              sample=lambda: [(("positive", "any"), {}), ((("positive", (3, 1)), ("any", (4,))), {})])
+def _atan2_partial(ctx, sign, k):
+    y, x = ctx.input(0), ctx.input(1)
+    return sign * ctx.input(k) / (x * x + y * y)
+
+
+ATAN2 = binary("atan2", np.arctan2, *_partials(lambda ctx: _atan2_partial(ctx, 1, 1),
+                                               lambda ctx: _atan2_partial(ctx, -1, 0)),
+               c="atan2({0}, {1})")
+HYPOT = binary("hypot", np.hypot, *_partials(lambda ctx: ctx.input(0) / ctx.out,
+                                             lambda ctx: ctx.input(1) / ctx.out),
+               c="hypot({0}, {1})", save=(0, 1, "out"))
+# the derivative in the divisor is -trunc(a / b) (fmod) or -floor(a / b) (remainder), as in
+# PyTorch; the samples keep the divisor away from 0
+_MOD_SAMPLES = lambda: [(("any", "nonzero"), {}), ((("any", (3, 1)), ("nonzero", (4,))), {})]  # noqa: E731
+FMOD = binary("fmod", np.fmod, *_partials(None, lambda ctx: -(ctx.input(0) / ctx.input(1)).trunc()),
+              c="fmod({0}, {1})", sample=_MOD_SAMPLES)
+REMAINDER = binary("remainder", _remainder,
+                   *_partials(None, lambda ctx: -(ctx.input(0) / ctx.input(1)).floor()),
+                   c="((fmod({0}, {1}) != 0 && ((fmod({0}, {1}) < 0) != ({1} < 0))) "
+                     "? fmod({0}, {1}) + {1} : fmod({0}, {1}))", sample=_MOD_SAMPLES)
 MAXIMUM = binary("maximum", np.maximum, vjp=_minmax_vjp(lambda a, b: a > b),
                  jvp=_minmax_jvp(lambda a, b: a > b), c="({0} > {1} ? {0} : {1})")
 MINIMUM = binary("minimum", np.minimum, vjp=_minmax_vjp(lambda a, b: a < b),

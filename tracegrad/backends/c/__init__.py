@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .lower import Unsupported  # noqa: F401  (re-exported: compiler.py catches it)
-from .toolchain import MVEC_FUNCTIONS, CompileFailed, NoCompiler  # noqa: F401
+from .toolchain import MVEC_BINARY, MVEC_FUNCTIONS, CompileFailed, NoCompiler  # noqa: F401
 
 CODEGEN_VERSION = 3  # 2: tg_set_blas takes OpenBLAS's thread-count setter/getter; 3: and ?omatcopy
 _ffi = None
@@ -126,7 +126,7 @@ def render(plan, name="graph", export=None, dynamic=False):
                              keep_trailing_newline=True)
     return env.get_template("program.c.j2").render(
         buffers=plan.buffers, kernels=plan.kernels, name=name, codegen_version=CODEGEN_VERSION,
-        export=export or "", dynamic=dynamic, mvec_functions=MVEC_FUNCTIONS,
+        export=export or "", dynamic=dynamic, mvec_functions=MVEC_FUNCTIONS, mvec_binary=MVEC_BINARY,
         vector_math=not export and plan.fast_math)
 
 

@@ -34,7 +34,9 @@ OPENMP_FLAGS = ["-fopenmp"]
 # staying scalar around a libm call per element (float32 sin over 1 M elements: 4.4 -> 0.4 ms on
 # a Zen 4). Each available function becomes a ``-DTG_MVEC_<name>`` flag, so the cache key follows
 # what this machine's libmvec has (glibc 2.22 has sin, cos, exp, log and pow; 2.35 added the rest).
-MVEC_FUNCTIONS = ("sin", "cos", "tan", "exp", "log", "log1p", "expm1", "tanh", "erf", "pow")
+MVEC_FUNCTIONS = ("sin", "cos", "tan", "exp", "log", "log1p", "expm1", "tanh", "erf", "pow", "asin",
+                  "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "atan2", "hypot")
+MVEC_BINARY = ("pow", "atan2", "hypot")
 MVEC_FLAG = "-DTG_LIBMVEC"
 
 
@@ -115,7 +117,8 @@ def toolchain(openmp=True, native=True):
     real = os.path.realpath(path)
     st = os.stat(real)
     libc = os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION" in os.confstr_names else ""
-    ident = f"{real}|{st.st_mtime_ns}|{st.st_size}|{int(openmp)}{int(native)}|{BASE_FLAGS}|{libc}"
+    ident = (f"{real}|{st.st_mtime_ns}|{st.st_size}|{int(openmp)}{int(native)}|{BASE_FLAGS}|{libc}|"
+             f"{MVEC_FUNCTIONS}")
     memo = cache.cache_dir() / f"toolchain-{cache.make_key(ident)[:16]}.json"
     try:
         with open(memo) as f:
@@ -156,7 +159,7 @@ def _mvec_flags(cc, base):
         return []
     # the SSE forms ('b'); glibc builds each function for every x86-64 level together
     names = [f for f in MVEC_FUNCTIONS
-             if all(hasattr(lib, f"_ZGVbN{n}{'vv' if f == 'pow' else 'v'}_{f}{s}")
+             if all(hasattr(lib, f"_ZGVbN{n}{'vv' if f in MVEC_BINARY else 'v'}_{f}{s}")
                     for n, s in ((4, "f"), (2, "")))]
     if not names or not _probe(cc, tuple(base) + ("-Werror=attributes",), _MVEC_PROBE, ("-lmvec",)):
         return []

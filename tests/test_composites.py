@@ -1,0 +1,118 @@
+"""The composite functions of tracegrad/composites.py against PyTorch: values, the first
+gradient of every floating input, and the compiled (C) program against eager."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tracegrad as tg  # noqa: E402
+
+INF, NAN = float("inf"), float("nan")
+RNG = np.random.default_rng(11)
+X = RNG.standard_normal((4, 5))
+Y = RNG.standard_normal((4, 5))
+SPECIAL = np.array([[1.0, NAN, -2.5, INF, 0.0], [-INF, 0.5, -0.0, 3.0, NAN]])
+MASK = RNG.random((4, 5)) > 0.5
+
+# name: (function of the library module and its inputs, inputs)
+CASES = {
+    "isnan": (lambda m, x: m.isnan(x), [SPECIAL]),
+    "isinf": (lambda m, x: m.isinf(x), [SPECIAL]),
+    "isposinf": (lambda m, x: m.isposinf(x), [SPECIAL]),
+    "isneginf": (lambda m, x: m.isneginf(x), [SPECIAL]),
+    "isfinite": (lambda m, x: m.isfinite(x), [SPECIAL]),
+    "nan_to_num": (lambda m, x: m.nan_to_num(x), [SPECIAL]),
+    "nan_to_num-values": (lambda m, x: m.nan_to_num(x, nan=1.5, posinf=9.0, neginf=-9.0), [SPECIAL]),
+    "masked_fill": (lambda m, x, k: x.masked_fill(k, -1.25), [X, MASK]),
+    "masked_fill-row": (lambda m, x, k: x.masked_fill(k[0], 2.0), [X, MASK]),
+    "all": (lambda m, x: m.all(x > -1.0), [X]),
+    "all-dim": (lambda m, x: (x > -1.0).all(1), [X]),
+    "any-dim-keepdim": (lambda m, x: m.any(x > 1.0, 0, keepdim=True), [X]),
+    "lerp-scalar": (lambda m, x, y: m.lerp(x, y, 0.3), [X, Y]),
+    "lerp-scalar-high": (lambda m, x, y: m.lerp(x, y, 0.8), [X, Y]),
+    "lerp-tensor": (lambda m, x, y: m.lerp(x, y, y.abs() / 3), [X, Y]),
+    "addcmul": (lambda m, x, y: m.addcmul(x, x, y, value=0.5), [X, Y]),
+    "addcdiv": (lambda m, x, y: m.addcdiv(x, x, y.abs() + 1, value=-2), [X, Y]),
+    "logaddexp": (lambda m, x, y: m.logaddexp(x, y * 30), [X, Y]),
+    "logaddexp-inf": (lambda m, x, y: m.logaddexp(x, y), [SPECIAL[:, [0, 2, 3, 4]], SPECIAL[:, [0, 2, 3, 4]] * 0 - INF]),
+    "frac": (lambda m, x: m.frac(x * 3), [X]),
+    "deg2rad": (lambda m, x: m.deg2rad(x), [X]),
+    "rad2deg": (lambda m, x: m.rad2deg(x), [X]),
+    "norm": (lambda m, x: m.norm(x), [X]),
+    "norm-dim": (lambda m, x: x.norm(dim=1, keepdim=True), [X]),
+    "norm-1": (lambda m, x: m.norm(x, p=1, dim=0), [X]),
+    "norm-3": (lambda m, x: m.norm(x, p=3), [X]),
+    "norm-inf": (lambda m, x: m.norm(x, p=INF, dim=1), [X]),
+    "norm-zero-rows": (lambda m, x: m.norm(x * (x > 10.0), dim=1), [X]),
+    "tril": (lambda m, x: m.tril(x), [X]),
+    "triu-1": (lambda m, x: m.triu(x, 1), [X]),
+    "tril-neg": (lambda m, x: x.tril(-2), [X]),
+    "movedim": (lambda m, x: m.movedim(x.reshape(2, 2, 5), 0, -1) * 1, [X]),
+    "movedim-many": (lambda m, x: m.movedim(x.reshape(2, 2, 5), (0, 2), (2, 0)) * 1, [X]),
+    "roll": (lambda m, x: m.roll(x, 2, 1), [X]),
+    "roll-many": (lambda m, x: m.roll(x, (-1, 7), (0, 1)), [X]),
+    "roll-flat": (lambda m, x: m.roll(x, 3), [X]),
+    "remainder-op": (lambda m, x, y: (x * 5) % (y + 0.1), [X, Y]),
+    "round-decimals": (lambda m, x: m.round(x * 100, decimals=-1) + m.round(x, decimals=2), [X]),
+}
+
+
+def _run(lib, name, arrays, float_grad):
+    fn, _ = CASES[name]
+    make = (lambda a: tg.tensor(a, requires_grad=float_grad and a.dtype.kind == "f")) if lib is tg else \
+        (lambda a: torch.tensor(a, requires_grad=float_grad and a.dtype.kind == "f"))
+    inputs = [make(a) for a in arrays]
+    return fn(lib, *inputs), inputs
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_composite_matches_torch(name):
+    _, arrays = CASES[name]
+    ours, ours_in = _run(tg, name, arrays, True)
+    theirs, theirs_in = _run(torch, name, arrays, True)
+    rtol = 1e-10
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=rtol, atol=1e-12)
+    assert ours.dtype.name == str(theirs.dtype).replace("torch.", "")
+    if not theirs.requires_grad:
+        return
+    cot = np.random.default_rng(2).standard_normal(tuple(theirs.shape))
+    ours.backward(tg.tensor(cot))
+    theirs.backward(torch.tensor(cot))
+    for a, b in zip(ours_in, theirs_in):
+        if b.grad is not None:
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=rtol, atol=1e-12,
+                                       err_msg=name)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_composite_compiles_to_eager_values(name):
+    fn, arrays = CASES[name]
+    args = [tg.tensor(a.astype(np.float32) if a.dtype.kind == "f" else a) for a in arrays]
+    eager = fn(tg, *args)
+    compiled = tg.compile(lambda *a: fn(tg, *a), backend="c", fullgraph=True)(*args)
+    np.testing.assert_allclose(compiled.numpy(), eager.numpy(), rtol=2e-6, atol=1e-6)
+
+
+def test_inplace_variants_bump_the_version():
+    x = tg.tensor(SPECIAL.copy())
+    x.nan_to_num_()
+    x.masked_fill_(tg.tensor(MASK[:2]), 0.5)
+    x.tril_()
+    assert x._version == 3
+    want = torch.tensor(SPECIAL).nan_to_num_().masked_fill_(torch.tensor(MASK[:2]), 0.5).tril_()
+    np.testing.assert_array_equal(x.numpy(), want.numpy())
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(RuntimeError, match="boolean masks"):
+        tg.zeros(3).masked_fill(tg.tensor([1, 0, 1]), 1.0)
+    with pytest.raises(RuntimeError, match="does not broadcast"):
+        tg.zeros(3).masked_fill(tg.ones(2, 3) > 0, 1.0)
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        tg.tril(tg.ones(3))
+    with pytest.raises(TypeError, match="integer tensors are not supported"):
+        tg.fmod(tg.tensor([5]), 3)
+    with pytest.raises(RuntimeError, match="same number of dims"):
+        tg.movedim(tg.ones(2, 3), (0, 1), 0)

@@ -1,0 +1,216 @@
+"""Tensor functions PyTorch users reach for that are compositions of ``tracegrad.functional``:
+NaN and infinity tests, masking, interpolation, triangular parts, rolling and moving dims,
+``logaddexp``, norms, ``all`` and ``any``. Their gradients come from the primitives they are
+made of, so they trace, compile and differentiate like any other code.
+
+>>> import tracegrad as tg
+>>> tg.isnan(tg.tensor([1.0, float("nan")]))
+tensor([False,  True])
+>>> tg.tril(tg.ones(2, 3))
+tensor([[1., 0., 0.],
+        [1., 1., 0.]])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import functional as F
+from .creation import arange
+from .ops.shapes import broadcast_shapes, normalize_dims, wrap_dim
+from .tensor import Tensor
+
+__all__ = ["isnan", "isinf", "isposinf", "isneginf", "isfinite", "nan_to_num", "masked_fill", "all",
+           "any", "lerp", "addcmul", "addcdiv", "logaddexp", "frac", "deg2rad", "rad2deg", "sgn",
+           "norm", "tril", "triu", "movedim", "moveaxis", "roll"]
+_INF = float("inf")
+
+
+# ----------------------------------------------------------------------------- NaN and infinities
+def isnan(x):
+    return F.ne(x, x)
+
+
+def isinf(x):
+    if not x.dtype.is_floating_point:
+        return F.ne(x, x)  # all False, in the tensor's shape
+    return F.eq(F.abs(x), _INF)
+
+
+def isposinf(x):
+    return F.eq(x, _INF) if x.dtype.is_floating_point else F.ne(x, x)
+
+
+def isneginf(x):
+    return F.eq(x, -_INF) if x.dtype.is_floating_point else F.ne(x, x)
+
+
+def isfinite(x):
+    if not x.dtype.is_floating_point:
+        return F.eq(x, x)  # all True
+    return F.lt(F.abs(x), _INF)  # NaN compares false
+
+
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    """NaN to ``nan``, +-inf to ``posinf``/``neginf`` (default: the dtype's largest and
+    smallest finite values). The gradient flows only where ``x`` is finite, as in PyTorch."""
+    if not x.dtype.is_floating_point:
+        return F.clone(x)
+    info = np.finfo(x.dtype.np)
+    out = F.where(isnan(x), float(nan), x)
+    out = F.where(F.eq(x, _INF), float(info.max if posinf is None else posinf), out)
+    return F.where(F.eq(x, -_INF), float(info.min if neginf is None else neginf), out)
+
+
+# ----------------------------------------------------------------------------- masking
+def masked_fill(x, mask, value):
+    """``value`` where ``mask`` (bool, broadcastable to ``x``) is True; ``x``'s dtype and shape.
+
+    >>> import tracegrad as tg
+    >>> tg.masked_fill(tg.zeros(3), tg.tensor([True, False, True]), 2.0)
+    tensor([2., 0., 2.])
+    """
+    mask = F.to_tensor(mask)
+    if mask.dtype is not F._dt.bool_:
+        raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype.name}")
+    if broadcast_shapes(tuple(mask.shape), tuple(x.shape)) != tuple(x.shape):
+        raise RuntimeError(f"masked_fill: the mask of shape {list(mask.shape)} does not broadcast "
+                           f"to the input's shape {list(x.shape)}")
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value.ndim} dimension(s).")
+    return F.where(mask, F.to_tensor(value, x.dtype), x)
+
+
+def all(x, dim=None, keepdim=False):  # noqa: A001  (torch.all)
+    """True where every element (along ``dim``) is nonzero; a bool tensor."""
+    return F.amin(F.ne(x, 0), () if dim is None else dim, keepdim)
+
+
+def any(x, dim=None, keepdim=False):  # noqa: A001  (torch.any)
+    """True where some element (along ``dim``) is nonzero; a bool tensor."""
+    return F.amax(F.ne(x, 0), () if dim is None else dim, keepdim)
+
+
+# ----------------------------------------------------------------------------- arithmetic
+def lerp(input, end, weight):
+    """``input + weight * (end - input)``, in PyTorch's two-sided form (exact at weight 1)."""
+    diff = F.sub(end, input)
+    if not isinstance(weight, Tensor):  # a number: one side, 1 - weight in Python's float64
+        if abs(weight) < 0.5:
+            return F.add(input, F.mul(weight, diff))
+        return F.sub(end, F.mul(diff, 1.0 - weight))
+    low = F.add(input, F.mul(weight, diff))
+    high = F.sub(end, F.mul(diff, F.sub(1, weight)))
+    return F.where(F.lt(F.abs(weight), 0.5), low, high)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    return F.add(input, F.mul(F.mul(tensor1, tensor2), value))
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    return F.add(input, F.mul(F.div(tensor1, tensor2), value))
+
+
+def logaddexp(input, other):
+    """``log(exp(input) + exp(other))`` without overflow; equal infinities give themselves."""
+    a, b = F._promoted(input, other, floating=True)
+    out = F.add(F.maximum(a, b), F.log1p(F.exp(F.neg(F.abs(F.sub(a, b))))))
+    return F.where(F.logical_and(isinf(a), F.eq(a, b)), a, out)
+
+
+def frac(x):
+    return F.sub(x, F.trunc(x))
+
+
+def deg2rad(x):
+    return F.mul(x, math.pi / 180.0)
+
+
+def rad2deg(x):
+    return F.mul(x, 180.0 / math.pi)
+
+
+sgn = F.sign
+
+
+def norm(input, p="fro", dim=None, keepdim=False):
+    """The vector p-norm over ``dim`` (all elements by default): p = 2 or "fro", 1, inf, -inf,
+    0 (the count of nonzeros) or any other number. At a zero vector the gradient is 0 (for p
+    >= 1), as in PyTorch, rather than the 0/0 of the formula."""
+    x = input if input.dtype.is_floating_point else F.cast(input, F._dt.get_default_dtype())
+    dims = normalize_dims(dim, x.ndim)
+    a = F.abs(x)
+    if p == _INF:
+        return F.amax(a, dims, keepdim)
+    if p == -_INF:
+        return F.amin(a, dims, keepdim)
+    if p == 0:
+        return F.sum(F.cast(F.ne(x, 0), x.dtype), dims, keepdim)
+    if p == 1:
+        return F.sum(a, dims, keepdim)
+    p = 2.0 if p == "fro" else float(p)
+    total = F.sum(F.mul(x, x) if p == 2.0 else F.pow(a, p), dims, keepdim)
+    # a root of a positive total only: the other branch would differentiate to 0 * inf = NaN
+    positive = F.gt(total, 0)
+    root = F.sqrt(F.where(positive, total, 1.0)) if p == 2.0 else F.pow(F.where(positive, total, 1.0), 1.0 / p)
+    return F.where(positive, root, 0.0)
+
+
+# ----------------------------------------------------------------------------- shapes
+def tril(x, diagonal=0):
+    """The lower triangle of the last two dims (the rest zero); ``diagonal`` shifts it."""
+    return _triangle(x, diagonal, F.le)
+
+
+def triu(x, diagonal=0):
+    """The upper triangle of the last two dims (the rest zero); ``diagonal`` shifts it."""
+    return _triangle(x, diagonal, F.ge)
+
+
+def _triangle(x, diagonal, keep):
+    if x.ndim < 2:
+        raise RuntimeError(f"tril/triu: input tensor must have at least 2 dimensions, got {x.ndim}")
+    rows, cols = x.shape[-2:]
+    offset = F.sub(F.unsqueeze(arange(cols), 0), F.unsqueeze(arange(rows), 1))  # col - row
+    return F.where(keep(offset, int(diagonal)), x, F.to_tensor(0, x.dtype))
+
+
+def movedim(x, source, destination):
+    """Moves the dims ``source`` to the positions ``destination``; the others keep their order."""
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) "
+                           f"should contain the same number of dims as destination ({list(dst)} dims)")
+    src = [wrap_dim(d, x.ndim) for d in src]
+    dst = [wrap_dim(d, x.ndim) for d in dst]
+    order = [None] * x.ndim
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(x.ndim) if d not in src)
+    return F.permute(x, [o if o is not None else next(rest) for o in order])
+
+
+moveaxis = movedim
+
+
+def roll(x, shifts, dims=None):
+    """Shifts elements along ``dims`` with wrap-around (the flattened tensor without dims)."""
+    if dims is None:
+        return F.reshape(roll(F.flatten(x), shifts, 0), tuple(x.shape))
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    out = x
+    for shift, dim in zip(shifts, dims):
+        d = wrap_dim(dim, x.ndim)
+        n = x.shape[d]
+        s = shift % n if n else 0
+        if s:
+            out = F.cat([F.narrow(out, d, n - s, s), F.narrow(out, d, 0, n - s)], d)
+    return out
