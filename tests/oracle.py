@@ -141,6 +141,7 @@ def _twins():
         "amax": _reduce_dims(lambda x, d, k: t.amax(x, d, keepdim=k)),
         "amin": _reduce_dims(lambda x, d, k: t.amin(x, d, keepdim=k)),
         "argmax": lambda x, dim, keepdim: t.argmax(x, dim, keepdim=keepdim),
+        "cumsum": lambda x, dim: t.cumsum(x, dim),
         "argmin": lambda x, dim, keepdim: t.argmin(x, dim, keepdim=keepdim),
         "reshape": lambda x, shape: x.reshape(shape),
         "permute": lambda x, dims: x.permute(dims),

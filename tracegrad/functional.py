@@ -258,6 +258,21 @@ def sum(x, dim=None, keepdim=False, dtype=None):
     return R.SUM(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
 
 
+def cumsum(x, dim, *, dtype=None):
+    """Running sums along ``dim`` (integers and bools sum as int64, as in PyTorch).
+
+    >>> import tracegrad as tg
+    >>> tg.cumsum(tg.tensor([1.0, 2.0, 3.0]), 0)
+    tensor([1., 3., 6.])
+    """
+    if dtype is not None:
+        x = cast(x, _dt.to_dtype(dtype))
+    if x.ndim == 0:
+        wrap_dim(dim, 1)  # (0 and -1 name a 0-dim tensor's only element)
+        return reshape(R.CUMSUM(reshape(x, (1,)), dim=0), ())
+    return R.CUMSUM(x, dim=wrap_dim(dim, x.ndim))
+
+
 def sum_to_shape(g, shape):
     """Sum a broadcast gradient back to ``shape`` (the one place broadcasting is undone)."""
     shape = tuple(shape)

@@ -245,6 +245,34 @@ def argsort(lw, n):
     _raw(lw, _block(_loops([("o", outer), ("i", inner)], body)), [xv, ov, tv], "argsort")
 
 
+def cumsum(lw, n):
+    """Running sums along ``dim``, in sequence like NumPy's and in double (int64 for integers),
+    as PyTorch's CPU kernel accumulates: the scanned dim outside, the contiguous dims after it
+    inside, each row's running sums kept in a workspace row (a vectorized add per row)."""
+    x = n.inputs[0]
+    dim = n.attrs["dim"]
+    xv = lw.contiguous(x)
+    ov = lw.output_view(n.out)
+    outer, size, inner = _prod(x.shape[:dim]), x.shape[dim], _prod(x.shape[dim + 1:])
+    if outer * size * inner == 0:
+        return
+    ct = ctype_of(n.out.dtype)
+    acc = "double" if n.out.dtype.is_floating_point else "int64_t"
+    run = lw._work(acc, inner, 8)
+    body = [f"const {ctype_of(x.dtype)} *p = {_ptr(xv)} + o*{size * inner}; "
+            f"{ct} *r = {ov.buf} + o*{size * inner};",
+            "#pragma omp simd",
+            f"for (int64_t i = 0; i < {inner}; i++) {run.name}[i] = 0;",
+            f"for (int64_t k = 0; k < {size}; k++) {{",
+            "  #pragma omp simd",
+            f"  for (int64_t i = 0; i < {inner}; i++) {{",
+            f"    {run.name}[i] += ({acc})p[k*{inner} + i];",
+            f"    r[k*{inner} + i] = ({ct}){run.name}[i];",
+            "  }",
+            "}"]
+    _raw(lw, _block(_loops([("o", outer)], body)), [xv, ov, View(run.name, 0, (inner,), (1,))], "cumsum")
+
+
 # ----------------------------------------------------------------------------- movement kernels
 def cat(lw, n):
     dim = n.attrs["dim"]
