@@ -132,7 +132,7 @@ def _twins():
         "tanh", "sigmoid", "erf", "relu", "floor", "logical_not", "add", "sub", "mul", "div",
         "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
         "logical_or", "where", "matmul", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-        "atanh", "exp2", "ceil", "trunc", "round", "atan2", "hypot", "fmod", "remainder")}
+        "atanh", "exp2", "ceil", "trunc", "round", "atan2", "hypot", "fmod", "remainder", "erfc")}
     twins.update({
         "clamp": lambda x, min=None, max=None: t.clamp(x, min, max),
         "cast": lambda x, dtype: x.to(TG_TO_TORCH_DTYPE[dtype]),

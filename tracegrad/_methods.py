@@ -35,7 +35,7 @@ for _name in _PLAIN:
     setattr(Tensor, _name, _method(getattr(F, _name)))
 for _name in ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos",
               "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "ceil", "trunc", "fix", "round",
-              "atan2", "arctan2", "hypot", "fmod", "remainder", "cumsum"]:
+              "atan2", "arctan2", "hypot", "fmod", "remainder", "cumsum", "erfc"]:
     setattr(Tensor, _name, _method(getattr(F, _name)))
 for _name in C.__all__:
     setattr(Tensor, _name, _method(getattr(C, _name)))

@@ -17,13 +17,15 @@ import math
 import numpy as np
 
 from . import functional as F
-from .creation import arange
+from .creation import arange, tensor
 from .ops.shapes import broadcast_shapes, normalize_dims, wrap_dim
 from .tensor import Tensor
 
 __all__ = ["isnan", "isinf", "isposinf", "isneginf", "isfinite", "nan_to_num", "masked_fill", "all",
            "any", "lerp", "addcmul", "addcdiv", "logaddexp", "frac", "deg2rad", "rad2deg", "sgn",
-           "norm", "tril", "triu", "movedim", "moveaxis", "roll"]
+           "norm", "tril", "triu", "movedim", "moveaxis", "roll", "diag", "diagonal", "trace",
+           "hstack", "vstack", "column_stack", "var_mean", "std_mean", "diff", "repeat_interleave",
+           "cross"]
 _INF = float("inf")
 
 
@@ -214,3 +216,108 @@ def roll(x, shifts, dims=None):
         if s:
             out = F.cat([F.narrow(out, d, n - s, s), F.narrow(out, d, 0, n - s)], d)
     return out
+
+
+def diagonal(x, offset=0, dim1=0, dim2=1):
+    """The diagonal ``offset`` above (below, if negative) the main one of dims ``dim1, dim2``,
+    as the last dim."""
+    d1, d2 = wrap_dim(dim1, x.ndim), wrap_dim(dim2, x.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    rest = [d for d in range(x.ndim) if d not in (d1, d2)]
+    m = F.permute(x, rest + [d1, d2])
+    rows, cols = x.shape[d1], x.shape[d2]
+    n = max(min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols), 0)
+    start = offset if offset >= 0 else -offset * cols
+    flat = F.reshape(m, tuple(m.shape[:-2]) + (rows * cols,))
+    return F.index_select(flat, -1, tensor([start + i * (cols + 1) for i in range(n)], dtype=F._dt.int64))
+
+
+def diag(x, diagonal=0):
+    """A 1-D ``x`` on the ``diagonal`` of a square matrix (zeros elsewhere); a 2-D ``x``'s
+    ``diagonal`` as a vector."""
+    if x.ndim == 2:
+        return globals()["diagonal"](x, diagonal)
+    if x.ndim != 1:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {x.ndim}D")
+    n = x.shape[0] + abs(diagonal)
+    row, col = F.unsqueeze(arange(n), 1), F.unsqueeze(arange(n), 0)
+    on = F.eq(F.sub(col, row), int(diagonal))
+    # the element of x on each row (diagonal >= 0) or column (diagonal < 0) of the band
+    along = F.cat([x, F.expand(F.to_tensor(0, x.dtype), (abs(diagonal),))]) if diagonal else x
+    value = F.unsqueeze(along, 1) if diagonal >= 0 else F.unsqueeze(along, 0)
+    return F.where(on, value, F.to_tensor(0, x.dtype))
+
+
+def trace(x):
+    if x.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
+    return F.sum(diagonal(x))
+
+
+def hstack(tensors):
+    tensors = [F.reshape(t, (1,)) if t.ndim == 0 else t for t in tensors]
+    return F.cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return F.cat([F.reshape(t, (1, -1)) if t.ndim < 2 else t for t in tensors], 0)
+
+
+def column_stack(tensors):
+    return F.cat([F.reshape(t, (-1, 1)) if t.ndim < 2 else t for t in tensors], 1)
+
+
+def var_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return F.var(x, dim, unbiased, keepdim, correction=correction), F.mean(x, dim, keepdim)
+
+
+def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return F.std(x, dim, unbiased, keepdim, correction=correction), F.mean(x, dim, keepdim)
+
+
+def diff(x, n=1, dim=-1):
+    """``n``-th forward differences along ``dim``."""
+    d = wrap_dim(dim, x.ndim)
+    for _ in range(n):
+        length = x.shape[d]
+        if length == 0:
+            break
+        x = F.sub(F.narrow(x, d, 1, length - 1), F.narrow(x, d, 0, length - 1))
+    return x
+
+
+def repeat_interleave(x, repeats, dim=None):
+    """Each element (slice along ``dim``) ``repeats`` times in a row; an int ``repeats`` only."""
+    if isinstance(repeats, Tensor):
+        if repeats.numel() != 1:
+            raise NotImplementedError("repeat_interleave: a tensor of per-element repeats is not "
+                                      "supported (its output shape depends on the data); pass an int")
+        repeats = int(repeats.item())
+    if dim is None:
+        x, d = F.flatten(x), 0
+    else:
+        d = wrap_dim(dim, x.ndim)
+    shape = tuple(x.shape)
+    wide = F.expand(F.unsqueeze(x, d + 1), shape[:d + 1] + (repeats,) + shape[d + 1:])
+    return F.reshape(wide, shape[:d] + (shape[d] * repeats,) + shape[d + 1:])
+
+
+def cross(input, other, dim=None):
+    """The cross product of 3-vectors along ``dim`` (the first dim of size 3 by default)."""
+    a, b = F._promoted(input, other)
+    if dim is None:
+        dim = next((i for i, s in enumerate(broadcast_shapes(tuple(a.shape), tuple(b.shape))) if s == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    d = wrap_dim(dim, max(a.ndim, b.ndim))
+    if a.shape[d - a.ndim] != 3 or b.shape[d - b.ndim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{a.shape[d - a.ndim]} and {b.shape[d - b.ndim]}")
+
+    def part(t, k):
+        return F.narrow(t, d - t.ndim, k, 1)
+
+    return F.cat([F.sub(F.mul(part(a, 1), part(b, 2)), F.mul(part(a, 2), part(b, 1))),
+                  F.sub(F.mul(part(a, 2), part(b, 0)), F.mul(part(a, 0), part(b, 2))),
+                  F.sub(F.mul(part(a, 0), part(b, 1)), F.mul(part(a, 1), part(b, 0)))], d)

@@ -189,9 +189,9 @@ exp, log, log1p, expm1, sqrt, rsqrt, sin, cos, tan, tanh, sigmoid, relu, erf, fl
     _unary(o) for o in (E.EXP, E.LOG, E.LOG1P, E.EXPM1, E.SQRT, E.RSQRT, E.SIN, E.COS, E.TAN,
                         E.TANH, E.SIGMOID, E.RELU, E.ERF, E.FLOOR))
 abs, sign = _unary(E.ABS), _unary(E.SIGN)
-asin, acos, atan, sinh, cosh, asinh, acosh, atanh, exp2, ceil, trunc = (
+asin, acos, atan, sinh, cosh, asinh, acosh, atanh, exp2, ceil, trunc, erfc = (
     _unary(o) for o in (E.ASIN, E.ACOS, E.ATAN, E.SINH, E.COSH, E.ASINH, E.ACOSH, E.ATANH, E.EXP2,
-                        E.CEIL, E.TRUNC))
+                        E.CEIL, E.TRUNC, E.ERFC))
 arcsin, arccos, arctan, arcsinh, arccosh, arctanh, fix = asin, acos, atan, asinh, acosh, atanh, trunc
 
 

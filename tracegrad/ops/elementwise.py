@@ -163,6 +163,20 @@ ERF = unary("erf", _erf_np,
             vjp=lambda ctx, g: (g * _TWO_OVER_SQRT_PI * (-(ctx.input(0) * ctx.input(0))).exp(),),
             jvp=lambda ctx, t: t * _TWO_OVER_SQRT_PI * (-(ctx.input(0) * ctx.input(0))).exp(),
             c="erf({0})")
+def _erfc_np(x):
+    try:
+        from scipy.special import erfc  # noqa: PLC0415  (optional dependency)
+
+        return erfc(x).astype(x.dtype, copy=False)
+    except ImportError:
+        return np.vectorize(math.erfc, otypes=[x.dtype])(x)
+
+
+# erfc(x) keeps its precision where 1 - erf(x) rounds to 0 (x > 4 in float32)
+ERFC = unary("erfc", _erfc_np,
+             vjp=lambda ctx, g: (-g * _TWO_OVER_SQRT_PI * (-(ctx.input(0) * ctx.input(0))).exp(),),
+             jvp=lambda ctx, t: -t * _TWO_OVER_SQRT_PI * (-(ctx.input(0) * ctx.input(0))).exp(),
+             c="erfc({0})")
 # relu's derivative at 0 is 0, as in PyTorch (threshold_backward uses x > 0)
 RELU = unary("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False), save=("out",),
              float_only=False,

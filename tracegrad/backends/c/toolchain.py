@@ -35,7 +35,8 @@ OPENMP_FLAGS = ["-fopenmp"]
 # a Zen 4). Each available function becomes a ``-DTG_MVEC_<name>`` flag, so the cache key follows
 # what this machine's libmvec has (glibc 2.22 has sin, cos, exp, log and pow; 2.35 added the rest).
 MVEC_FUNCTIONS = ("sin", "cos", "tan", "exp", "log", "log1p", "expm1", "tanh", "erf", "pow", "asin",
-                  "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "atan2", "hypot")
+                  "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "atan2", "hypot",
+                  "erfc")
 MVEC_BINARY = ("pow", "atan2", "hypot")
 MVEC_FLAG = "-DTG_LIBMVEC"
 
