@@ -595,3 +595,12 @@ def test_once_differentiable_double_backward_fails_as_in_eager():
     with pytest.raises(RuntimeError) as compiled:
         tg.compile(f, backend="interpreter")(x)
     assert str(compiled.value) == str(eager.value)
+
+
+def test_backend_names_are_checked_when_compiling():
+    """A backend this version lacks is refused by name (not an ImportError at the first call),
+    an unknown one lists those there are."""
+    with pytest.raises(NotImplementedError, match="backend='cuda' is not available"):
+        tg.compile(lambda x: x + 1, backend="cuda")
+    with pytest.raises(ValueError, match="unknown backend 'gpu'; expected one of c, interpreter"):
+        tg.compile(lambda x: x + 1, backend="gpu")

@@ -27,7 +27,10 @@ from .ir.capture import trace_function
 from .program import Program
 
 log = logging.getLogger("tracegrad")
-BACKENDS = ("c", "interpreter", "cuda")
+BACKENDS = ("c", "interpreter")
+# backends of the API that this version does not have: asked for, they are refused by name
+NOT_BUILT = {"cuda": "backend='cuda' is not available in this version of tracegrad (no CUDA code "
+                     "generator yet); use backend='c' (native CPU code) or 'interpreter'"}
 CACHE_SIZE_LIMIT = 8
 
 
@@ -89,10 +92,6 @@ def _build(backend, graph, options):
             from .backends import interpreter
 
             return interpreter.build(graph, options)
-    if backend == "cuda":
-        from .backends import cuda
-
-        return cuda.build(graph, options)
     raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
 
 
@@ -221,6 +220,8 @@ class CompiledFunction:
     """The result of ``tg.compile(fn)``: call it like ``fn``."""
 
     def __init__(self, fn, backend="c", fullgraph=False, dynamic=False, options=None):
+        if backend in NOT_BUILT:
+            raise NotImplementedError(NOT_BUILT[backend])
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
         self.fn = fn
