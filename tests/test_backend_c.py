@@ -428,7 +428,7 @@ def test_training_steps_match_interpreter(name):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
-def test_openmp_auto_parallelizes_only_large_programs_without_matrix_products():
+def test_openmp_auto_parallelizes_large_programs_without_blas_threaded_products():
     from tracegrad.backends.c import resolve_openmp
 
     def graph(fn, *shapes):
@@ -440,6 +440,34 @@ def test_openmp_auto_parallelizes_only_large_programs_without_matrix_products():
     assert resolve_openmp(big, {}) and resolve_openmp(big, {"openmp": "auto"})
     assert not resolve_openmp(small, {}) and not resolve_openmp(with_matmul, {})
     assert resolve_openmp(small, {"openmp": True}) and not resolve_openmp(big, {"openmp": False})
+    # one-thread products (a convolution's, per sample) adding up to 2^24 multiply-adds or more
+    per_sample = graph(lambda w, x: w @ x, (32, 144), (64, 144, 196))
+    few_samples = graph(lambda w, x: w @ x, (32, 144), (8, 144, 196))
+    assert resolve_openmp(per_sample, {}) and not resolve_openmp(few_samples, {})
+
+
+def test_openmp_per_sample_products_and_im2col_match_interpreter():
+    """With OpenMP, a convolution's per-sample products (forward, and both gradients), its
+    unfold and the fold of its backward each run a sample per thread: the pragmas are there
+    and the values and gradients are the interpreter's."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((16, 3, 24, 24)).astype(np.float32)
+    w = rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
+
+    def step(x, w):
+        y = tg.nn.functional.conv2d(x, w, padding=1, stride=(1, 2)).relu()
+        return (y, *tg.autograd.grad(y.square().mean(), (x, w)))
+
+    got, compiled = {}, {}
+    for backend, options in (("c", {"openmp": True}), ("interpreter", None)):
+        compiled[backend] = tg.compile(step, backend=backend, options=options)
+        outs = compiled[backend](tg.tensor(x, requires_grad=True), tg.tensor(w, requires_grad=True))
+        got[backend] = [t.detach().numpy() for t in outs]
+    per_sample = re.findall(r"schedule\(dynamic, 1\)[^\n]*\n\s*for \(int64_t (\w+) = 0",
+                            compiled["c"].programs[0].source)
+    assert sorted(per_sample) == ["b0", "b0", "b0", "n", "n"], per_sample
+    for c_out, i_out in zip(got["c"], got["interpreter"]):
+        np.testing.assert_allclose(c_out, i_out, rtol=1e-4, atol=1e-4)
 
 
 def test_openmp_loops_match_interpreter():

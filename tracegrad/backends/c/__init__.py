@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .lower import Unsupported  # noqa: F401  (re-exported: compiler.py catches it)
+from .lower import BLAS_SERIAL_WORK, Unsupported  # noqa: F401  (Unsupported: compiler.py catches it)
 from .toolchain import MVEC_BINARY, MVEC_FUNCTIONS, CompileFailed, NoCompiler  # noqa: F401
 
 CODEGEN_VERSION = 3  # 2: tg_set_blas takes OpenBLAS's thread-count setter/getter; 3: and ?omatcopy
@@ -127,6 +127,7 @@ def render(plan, name="graph", export=None, dynamic=False):
     return env.get_template("program.c.j2").render(
         buffers=plan.buffers, kernels=plan.kernels, name=name, codegen_version=CODEGEN_VERSION,
         export=export or "", dynamic=dynamic, mvec_functions=MVEC_FUNCTIONS, mvec_binary=MVEC_BINARY,
+        blas_serial_work=BLAS_SERIAL_WORK,
         vector_math=not export and plan.fast_math)
 
 
@@ -145,20 +146,31 @@ def cache_key(graph, options, flag_list, cc_version):
 
 
 AUTO_OPENMP_MIN_ELEMENTS = 1 << 20
+AUTO_OPENMP_MIN_PRODUCT_WORK = 1 << 24  # multiply-adds of one-thread products in a program
 
 
 def resolve_openmp(graph, options):
-    """The ``openmp`` option as a bool. ``"auto"`` (the default) parallelizes the loops only of
-    programs without matrix products that handle a value of at least 2^20 elements. Measured
-    on this project's 2-core machine (docs/performance.md): ``chain`` 15 ms -> 5 ms on two
-    threads, while BLAS-bound programs gained nothing and lost with PyTorch's own OpenMP
-    runtime in the process (medium 20 ms -> 40 ms), and small ones lost to waking threads
-    (tiny 120 us -> 171 us)."""
+    """The ``openmp`` option as a bool. ``"auto"`` (the default) parallelizes the loops of
+    programs that handle a value of at least 2^20 elements, and of programs whose matrix
+    products are each small enough for one BLAS thread but add up to 2^24 multiply-adds or
+    more (a convolution's per-sample products, then run side by side); never those with a
+    product large enough for BLAS's own threads. Measured on this project's 2-core machines
+    (docs/performance.md): ``chain`` 15 ms -> 5 ms on two threads; BLAS-threaded programs
+    gained nothing and lost with PyTorch's OpenMP runtime in the process (its threads spin
+    where OpenBLAS's need the cores: medium 16 -> 40 ms); small ones lost to waking threads
+    (tiny 120 us -> 171 us); a small CNN's step (batch 64) 8.6-10.0 -> 4.2-6.0 ms."""
     value = (options or {}).get("openmp", "auto")
     if value != "auto":
         return bool(value)
-    if any(n.op.name == "matmul" for n in graph.nodes):
-        return False
+    product_work = 0
+    for n in graph.nodes:
+        if n.op.name == "matmul":
+            (m, k), cols = n.inputs[0].shape[-2:], n.inputs[1].shape[-1]
+            if m * k * cols >= BLAS_SERIAL_WORK:
+                return False
+            product_work += int(np.prod(n.out.shape[:-2], dtype=np.int64)) * m * k * cols
+    if product_work >= AUTO_OPENMP_MIN_PRODUCT_WORK:
+        return True
     return any(int(np.prod(n.out.shape, dtype=np.int64)) >= AUTO_OPENMP_MIN_ELEMENTS for n in graph.nodes)
 
 

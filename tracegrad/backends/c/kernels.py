@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .lower import Unsupported, ctype_of, literal_c
+from .lower import BLAS_SERIAL_WORK, Unsupported, ctype_of, literal_c
 from .views import View, contiguous_strides
 
 
@@ -23,9 +23,10 @@ def _raw(lw, code, views, comment=""):
     lw.emit({"kind": "raw", "code": code, "comment": comment}, views)
 
 
-def _loops(vars_extents, body, indent="    "):
-    """Nested C for-loops around ``body`` (a list of lines)."""
-    lines = []
+def _loops(vars_extents, body, indent="    ", parallel=None):
+    """Nested C for-loops around ``body`` (a list of lines); ``parallel``, a pragma line
+    (Lowerer.parallel_for), goes before the outermost."""
+    lines = [indent + parallel] if parallel else []
     for depth, (v, e) in enumerate(vars_extents):
         lines.append(f"{indent}{'  ' * depth}for (int64_t {v} = 0; {v} < {e}; {v}++) {{")
     pad = indent + "  " * len(vars_extents)
@@ -88,7 +89,13 @@ def matmul(lw, n):
                 f"  {acc} acc = 0;",
                 f"  for (int64_t k = 0; k < {K}; k++) " + upd % (ars, acs, brs, bcs),
                 f"  C[i*{N} + j] = ({ct})acc;", "}"]
-    _raw(lw, _block(_loops(bvars, body)), [av, bv, ov], "matmul")
+    # products small enough for one BLAS thread each (a convolution's, one per sample) run
+    # side by side on OpenMP's threads; larger ones use BLAS's own
+    batches = _prod(batch)
+    parallel = lw.parallel_for(batches * M * N * K, batches) if M * N * K < BLAS_SERIAL_WORK else None
+    if parallel and len(bvars) > 1:
+        parallel += f" collapse({len(bvars)})"
+    _raw(lw, _block(_loops(bvars, body, parallel=parallel)), [av, bv, ov], "matmul")
 
 
 # ----------------------------------------------------------------------------- argmax / argmin
@@ -330,7 +337,8 @@ def unfold2d(lw, n):
                   "#pragma omp simd",
                   f"for (int64_t z = zlo; z < zhi; z++) {ov.buf}[col + z] = {_ptr(xv)}[pix + z*{sw}];",
                   f"for (int64_t z = zhi; z < {ow}; z++) {ov.buf}[col + z] = {pad};"]
-    _raw(lw, _block(_loops(loops, body)), [xv, ov], "unfold2d")
+    parallel = lw.parallel_for(_prod(n.out.shape), loops[0][1])  # an image per iteration
+    _raw(lw, _block(_loops(loops, body, parallel=parallel)), [xv, ov], "unfold2d")
 
 
 def fold2d(lw, n):
@@ -343,7 +351,8 @@ def fold2d(lw, n):
     # the pixels of one row are distinct, so its adds are independent
     body = pre + ["#pragma omp simd",
                   f"for (int64_t z = zlo; z < zhi; z++) {ov.buf}[pix + z*{sw}] += {_ptr(cv)}[col + z];"]
-    _raw(lw, _block(_loops(loops, body)), [cv, ov], "fold2d")
+    parallel = lw.parallel_for(_prod(cols.shape), loops[0][1])  # an image per iteration
+    _raw(lw, _block(_loops(loops, body, parallel=parallel)), [cv, ov], "fold2d")
 
 
 def dropout_mask(lw, n):

@@ -33,6 +33,9 @@ from .views import View, coalesce, contiguous_strides
 VIEW_OPS = ("reshape", "permute", "expand", "slice", "flip")
 FOLD_REDUCTIONS = {"sum": "sum", "prod": "prod", "amax": "max", "amin": "min"}
 PARALLEL_MIN_WORK = 1 << 15  # elements: below this a loop is not worth an OpenMP team
+# multiply-adds: a product below this runs on one BLAS thread (waking BLAS's threads costs more
+# than the product itself there); runtime.h.j2's TG_BLAS_SERIAL_WORK is rendered from it
+BLAS_SERIAL_WORK = 1 << 21
 
 
 class Unsupported(Exception):
@@ -547,6 +550,14 @@ class Lowerer:
             if fn is not None:
                 return lambda n: fn(self, n)
         raise AttributeError(item)
+
+    def parallel_for(self, work, extent):
+        """The OpenMP pragma for a raw kernel's outer loop of ``extent`` independent iterations
+        doing ``work`` element operations in all, or None (OpenMP off, too little work). One
+        iteration at a time to each thread: they are few and large (a sample, an image)."""
+        if not self.options.get("openmp", False) or extent < 2 or work < PARALLEL_MIN_WORK:
+            return None
+        return f"#pragma omp parallel for schedule(dynamic, 1) if({work} >= {PARALLEL_MIN_WORK})"
 
     def emit(self, kernel, views):
         """Append a non-loop kernel that reads/writes ``views``."""
