@@ -1,8 +1,8 @@
-"""tracegrad ``backend="c"`` against its peers on the workloads of ../shared/BENCHMARKS.md,
-side by side in one process, with ratios (the machines are shared and noisy: ratios measured
+"""tracegrad ``backend="c"`` against its peers on the workloads of ../shared/BENCHMARKS.md (and
+``cnn``, a small convolutional net of our own: workloads.make_cnn), side by side in one process, with ratios (the machines are shared and noisy: ratios measured
 together mean more than absolute times).
 
-    python benchmarks/bench_workloads.py [--workloads tiny,custom,chain,medium,compile,overhead]
+    python benchmarks/bench_workloads.py [--workloads tiny,custom,chain,medium,cnn,compile,overhead]
                                          [--steps 50] [--rounds 5] [--no-torch-compile]
 
 Timing: the contenders of a workload take turns, ``--rounds`` rounds of ``--steps`` steps each
@@ -84,6 +84,20 @@ def torch_step(name, compiled=False):
         def step():
             loss = (F.gelu(x * a + b, approximate="tanh") * torch.sigmoid(x)).sum()
             return torch.autograd.grad(loss, [x, a, b])
+    elif name == "cnn":
+        model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        xd = torch.tensor(rng.standard_normal((64, 1, 28, 28)).astype(np.float32))
+        yd = torch.tensor(rng.integers(0, 10, size=64).astype(np.int64))
+
+        def step():
+            opt.zero_grad()
+            loss = F.cross_entropy(model(xd), yd)
+            loss.backward()
+            opt.step()
+            return loss
     else:
         if name in ("tiny", "custom"):
             batch, feats = 32, 64
@@ -205,7 +219,7 @@ def compile_times():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workloads", default="tiny,custom,chain,medium,compile,overhead")
+    ap.add_argument("--workloads", default="tiny,custom,chain,medium,cnn,compile,overhead")
     ap.add_argument("--steps", type=int, default=50, help="steps per contender per round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-torch-compile", action="store_true")
@@ -225,7 +239,7 @@ def main(argv=None):
             rows.append(("compile (tiny first call)", f"cold {cold['first_call']*1e3:.0f} ms", f"warm {warm['first_call']*1e3:.0f} ms", "", "", ""))
             print(rows[-1], flush=True)
             continue
-        steps = args.steps if name != "chain" and name != "medium" else max(4, args.steps // 10)
+        steps = args.steps if name not in ("chain", "medium", "cnn") else max(4, args.steps // 10)
         contenders = {"tg": tg_step(name)[0]}
         if jax is not None:
             import jax_workloads

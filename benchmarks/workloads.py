@@ -118,4 +118,28 @@ def make_custom(backend="c", batch=32):
     return step, _data(batch, 64, 10)
 
 
-WORKLOADS = {"tiny": make_tiny, "medium": make_medium, "chain": make_chain, "custom": make_custom}
+def make_cnn(backend="c", batch=64):
+    """Not one of ../shared/BENCHMARKS.md's: a small CNN on 28x28 images (conv 1->16, relu,
+    pool, conv 16->32, relu, pool, linear 1568->10), batch 64, SGD lr 0.01."""
+    tg.manual_seed(0)
+    nn = tg.nn
+    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+    opt = tg.optim.SGD(model.parameters(), lr=0.01)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = tg.compile(step, backend=backend) if backend else step
+    step.params = list(model.parameters())
+    x, y = _data(batch, 28 * 28, 10)
+    return step, (x.reshape(batch, 1, 28, 28), y)
+
+
+WORKLOADS = {"tiny": make_tiny, "medium": make_medium, "chain": make_chain, "custom": make_custom,
+             "cnn": make_cnn}

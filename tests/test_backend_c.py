@@ -407,7 +407,7 @@ def test_libm_vector_forms(name, dtype):
 
 
 # ----------------------------------------------------------------------------- training steps
-@pytest.mark.parametrize("name", ["tiny", "custom", "chain"])
+@pytest.mark.parametrize("name", ["tiny", "custom", "chain", "cnn"])
 def test_training_steps_match_interpreter(name):
     import sys
     from pathlib import Path
@@ -424,6 +424,7 @@ def test_training_steps_match_interpreter(name):
         results[backend] = ([o.detach().numpy() for o in flat], [p.detach().numpy().copy() for p in step.params],
                             type(step.programs[0].executable).__name__)
     assert results["c"][2] == "CExecutable"
+    assert ("omp parallel" in step.programs[0].source) == (name == "cnn")  # openmp="auto" (chain: small here)
     for want, got in zip(results["interpreter"][0] + results["interpreter"][1], results["c"][0] + results["c"][1]):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
