@@ -9,16 +9,22 @@
 >>> model[0].weight.grad.shape
 tracegrad.Size([8, 4])
 """
-from . import functional, init
-from .container import ModuleList, Sequential
-from .conv import Conv2d, MaxPool2d
+from . import functional, init, utils
+from .activation import ELU, GLU, Hardtanh, LeakyReLU, LogSigmoid, Mish, SiLU, Softplus, Softsign
+from .batchnorm import BatchNorm1d, BatchNorm2d
+from .container import ModuleDict, ModuleList, ParameterList, Sequential
+from .conv import AvgPool2d, Conv2d, MaxPool2d
 from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, LogSoftmax,
-                     ReLU, Sigmoid, Softmax, Tanh)
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
+                     ReLU, Sigmoid, Softmax, Tanh, Unflatten)
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
+                   SmoothL1Loss)
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["functional", "init", "Module", "Parameter", "Sequential", "ModuleList", "Linear",
-           "Identity", "Flatten", "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax",
-           "Dropout", "LayerNorm", "Embedding", "Conv2d", "MaxPool2d", "MSELoss",
-           "CrossEntropyLoss", "BCEWithLogitsLoss"]
+__all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "ModuleList",
+           "ModuleDict", "ParameterList", "Linear", "Identity", "Flatten", "Unflatten", "ReLU",
+           "Tanh", "Sigmoid", "GELU", "SiLU", "Softplus", "LeakyReLU", "ELU", "Mish", "Hardtanh",
+           "LogSigmoid", "Softsign", "GLU", "Softmax", "LogSoftmax", "Dropout", "LayerNorm",
+           "BatchNorm1d", "BatchNorm2d", "Embedding", "Conv2d", "MaxPool2d", "AvgPool2d", "MSELoss",
+           "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
+           "BCEWithLogitsLoss"]

@@ -1,4 +1,5 @@
-"""Containers: ``Sequential`` (chains modules) and ``ModuleList`` (holds them).
+"""Containers: ``Sequential`` (chains modules), ``ModuleList`` and ``ModuleDict`` (hold them),
+``ParameterList`` (holds parameters).
 
 >>> import tracegrad as tg
 >>> net = tg.nn.Sequential(tg.nn.Linear(2, 3), tg.nn.ReLU(), tg.nn.Linear(3, 1))
@@ -143,3 +144,91 @@ class ModuleList(Module):
         lines = [_addindent(f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}", 2)
                  for a, b, r in blocks]
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
+
+class ModuleDict(Module):
+    """Modules by name (in insertion order) whose parameters the parent module sees."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+    def update(self, modules):
+        for key, module in (modules.items() if hasattr(modules, "items") else modules):
+            self[key] = module
+
+    def pop(self, key):
+        module = self._modules[key]
+        del self._modules[key]
+        return module
+
+    def clear(self):
+        self._modules.clear()
+
+
+class ParameterList(Module):
+    """A list of Parameters (named "0", "1", ...) that the parent module sees."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        for v in values or ():
+            self.append(v)
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+    def __getitem__(self, idx):
+        return self._parameters[str(_index(idx, len(self)))]
+
+    def __setitem__(self, idx, param):
+        self.register_parameter(str(_index(idx, len(self))), _as_parameter(param))
+
+    def append(self, param):
+        self.register_parameter(str(len(self)), _as_parameter(param))
+        return self
+
+    def extend(self, params):
+        for p in params:
+            self.append(p)
+        return self
+
+    def extra_repr(self):
+        return "\n".join(f"({i}): Parameter containing: [{p.dtype.name} of size {tuple(p.shape)}]"
+                         for i, p in enumerate(self))
+
+
+def _as_parameter(value):
+    from .parameter import Parameter
+
+    return value if isinstance(value, Parameter) else Parameter(value)

@@ -27,7 +27,9 @@ from ..ops.shapes import wrap_dim
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "cross_entropy",
            "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits", "layer_norm",
            "embedding", "dropout", "conv2d", "max_pool2d", "avg_pool2d", "unfold", "fold",
-           "one_hot", "silu", "leaky_relu", "softplus"]
+           "one_hot", "silu", "leaky_relu", "softplus", "elu", "mish", "hardtanh", "logsigmoid",
+           "softsign", "glu", "binary_cross_entropy", "smooth_l1_loss", "huber_loss", "normalize",
+           "cosine_similarity", "batch_norm", "pad"]
 
 
 # ----------------------------------------------------------------------------- activations
@@ -72,6 +74,36 @@ def softplus(input, beta=1.0, threshold=20.0):
     soft = T.add(T.relu(scaled), T.log1p(T.exp(T.neg(T.abs(scaled)))))
     soft = T.div(soft, beta) if beta != 1 else soft
     return T.where(T.gt(scaled, threshold), input, soft)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _inplace_result(input, T.where(T.gt(input, 0), input, T.mul(T.expm1(input), alpha)), inplace)
+
+
+def mish(input, inplace=False):
+    return _inplace_result(input, T.mul(input, T.tanh(softplus(input))), inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    return _inplace_result(input, T.clamp(input, min_val, max_val), inplace)
+
+
+def logsigmoid(input):
+    """``log(sigmoid(x)) = -softplus(-x)``, stable for large ``|x|``."""
+    return T.neg(T.add(T.relu(T.neg(input)), T.log1p(T.exp(T.neg(T.abs(input))))))
+
+
+def softsign(input):
+    return T.div(input, T.add(T.abs(input), 1))
+
+
+def glu(input, dim=-1):
+    """``a * sigmoid(b)`` of the two halves of ``dim``."""
+    d = wrap_dim(dim, input.ndim)
+    half = input.shape[d] // 2
+    if input.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
+    return T.mul(T.narrow(input, d, 0, half), T.sigmoid(T.narrow(input, d, half, half)))
 
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -245,7 +277,157 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     return _reduce(loss, reduction)
 
 
+def _clamped_logs(p):
+    """log(p) and log(1 - p), each clamped at -100 as PyTorch's BCE does."""
+    return T.clamp(T.log(p), min=-100.0), T.clamp(T.log(T.sub(1, p)), min=-100.0)
+
+
+def _bce_function():
+    """PyTorch's BCE as a Function with PyTorch's own derivative, (p - y) / max(p (1 - p),
+    1e-12): finite where p is exactly 0 or 1 (a saturated float32 sigmoid), where the
+    composite's 0 * inf would give NaN. Its backward is made of tracegrad ops, so it
+    differentiates again and is captured by tg.compile like any custom Function."""
+    from ..autograd.function import Function
+
+    class BinaryCrossEntropy(Function):
+        @staticmethod
+        def forward(ctx, p, y):
+            ctx.save_for_backward(p, y)
+            log_p, log_q = _clamped_logs(p)
+            return T.neg(T.add(T.mul(y, log_p), T.mul(T.sub(1, y), log_q)))
+
+        @staticmethod
+        def backward(ctx, g):
+            p, y = ctx.saved_tensors
+            gp = gy = None
+            if ctx.needs_input_grad[0]:
+                gp = T.div(T.mul(g, T.sub(p, y)), T.clamp(T.mul(T.sub(1, p), p), min=1e-12))
+            if ctx.needs_input_grad[1]:
+                log_p, log_q = _clamped_logs(p)
+                gy = T.mul(g, T.sub(log_q, log_p))
+            return gp, gy
+
+    return BinaryCrossEntropy
+
+
+_BCE = None
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """``-[y log p + (1 - y) log(1 - p)]`` of probabilities ``input``, each log clamped at
+    -100 as in PyTorch (so that p = 0 or 1 give a finite loss), with PyTorch's gradient."""
+    global _BCE
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({list(target.shape)}) that is different to the "
+                         f"input size ({list(input.shape)}) is deprecated. Please ensure they have "
+                         "the same size.")
+    if _BCE is None:
+        _BCE = _bce_function()
+    loss = _BCE.apply(input, target)
+    if weight is not None:
+        loss = T.mul(loss, weight)
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """``0.5 d^2 / beta`` below ``beta``, ``|d| - 0.5 beta`` above (``|d|`` for beta 0)."""
+    d = T.abs(T.sub(input, target))
+    if beta == 0:
+        return _reduce(d, reduction)
+    return _reduce(T.where(T.lt(d, beta), T.mul(T.mul(d, d), 0.5 / beta), T.sub(d, 0.5 * beta)), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    """``0.5 d^2`` below ``delta``, ``delta (|d| - 0.5 delta)`` above."""
+    d = T.abs(T.sub(input, target))
+    return _reduce(T.where(T.lt(d, delta), T.mul(T.mul(d, d), 0.5), T.mul(T.sub(d, 0.5 * delta), delta)),
+                   reduction)
+
+
 # ----------------------------------------------------------------------------- normalisation, embedding
+def normalize(input, p=2.0, dim=1, eps=1e-12):
+    """``x / max(||x||_p, eps)`` along ``dim``."""
+    from ..composites import norm
+
+    return T.div(input, T.clamp(norm(input, p, dim, keepdim=True), min=eps))
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim`` (PyTorch's clamping of
+    each norm)."""
+    from ..composites import norm
+
+    n1 = T.clamp(norm(x1, 2, dim), min=eps)
+    n2 = T.clamp(norm(x2, 2, dim), min=eps)
+    return T.div(T.sum(T.mul(x1, x2), dim), T.mul(n1, n2))
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Normalise each channel (dim 1) over the batch and any spatial dims: with the batch's
+    statistics when ``training`` (updating ``running_mean``/``running_var`` in place with
+    ``momentum``, the variance unbiased there as in PyTorch), else with the running ones."""
+    if input.ndim < 2:
+        raise ValueError(f"expected 2D or more input (got {input.ndim}D input)")
+    c = input.shape[1]
+    dims = (0,) + tuple(range(2, input.ndim))
+    shape = [1, c] + [1] * (input.ndim - 2)
+    if training:
+        n = int(np.prod([input.shape[d] for d in dims]))
+        if n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"{list(input.shape)}")
+        mean = T.mean(input, dims)
+        centered = T.sub(input, T.reshape(mean, shape))
+        var = T.mean(T.mul(centered, centered), dims)
+        if running_mean is not None or running_var is not None:
+            from ..autograd.grad_mode import no_grad
+
+            with no_grad():
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(T.mul(mean.detach(), momentum))
+                if running_var is not None:
+                    running_var.mul_(1 - momentum).add_(T.mul(var.detach(), momentum * n / (n - 1)))
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("batch_norm: running_mean and running_var are needed when not training")
+        mean, var = running_mean, running_var
+        centered = T.sub(input, T.reshape(mean, shape))
+    out = T.mul(centered, T.reshape(T.rsqrt(T.add(var, eps)), shape))
+    if weight is not None:
+        out = T.mul(out, T.reshape(weight, shape))
+    if bias is not None:
+        out = T.add(out, T.reshape(bias, shape))
+    return out
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Constant padding of the last dims: ``pad`` is (left, right[, top, bottom, ...]) pairs,
+    last dim first, as in PyTorch; negative sizes crop. Other modes raise NotImplementedError."""
+    if mode != "constant":
+        raise NotImplementedError(f"F.pad: mode={mode!r} is not supported yet; only 'constant'")
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise ValueError(f"Padding length must be divisible by 2 and at most twice the number of "
+                         f"dims ({input.ndim}), got {len(pad)}")
+    out = input
+    for k in range(len(pad) // 2):
+        d = input.ndim - 1 - k
+        lo, hi = int(pad[2 * k]), int(pad[2 * k + 1])
+        size = out.shape[d]
+        if lo < 0 or hi < 0:  # crop first
+            out = T.narrow(out, d, max(-lo, 0), size - max(-lo, 0) - max(-hi, 0))
+            lo, hi = max(lo, 0), max(hi, 0)
+        if lo or hi:
+            parts = []
+            shape = list(out.shape)
+            for n in (lo, hi):
+                shape[d] = n
+                parts.append(T.expand(T.to_tensor(0 if value is None else value, out.dtype), tuple(shape)))
+            out = T.cat([parts[0], out, parts[1]], d)
+    return out
+
+
+# ----------------------------------------------------------------------------- embedding
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims (biased variance), then scale/shift."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)

@@ -84,6 +84,21 @@ class Flatten(Module):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
+class Unflatten(Module):
+    """Splits dim ``dim`` into ``unflattened_size``."""
+
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        self.dim = dim
+        self.unflattened_size = tuple(unflattened_size)
+
+    def forward(self, input):
+        return input.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
 class ReLU(Module):
     def __init__(self, inplace=False):
         super().__init__()

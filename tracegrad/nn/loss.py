@@ -1,4 +1,5 @@
-"""Loss modules: MSELoss, CrossEntropyLoss, BCEWithLogitsLoss (PyTorch's arguments).
+"""Loss modules: MSELoss, L1Loss, SmoothL1Loss, HuberLoss, CrossEntropyLoss, NLLLoss, BCELoss,
+BCEWithLogitsLoss (PyTorch's arguments).
 
 >>> import tracegrad as tg
 >>> loss = tg.nn.CrossEntropyLoss()
@@ -57,3 +58,52 @@ class BCEWithLogitsLoss(_Loss):
     def forward(self, input, target):
         return F.binary_cross_entropy_with_logits(input, target, weight=self.weight,
                                                   reduction=self.reduction, pos_weight=self.pos_weight)
+
+
+class L1Loss(_Loss):
+    """Mean (or sum, or elementwise) absolute error."""
+
+    def forward(self, input, target):
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, reduction="mean", beta=1.0):
+        super().__init__(reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class NLLLoss(_Loss):
+    """Negative log-likelihood of class indices under log-probabilities; ``weight`` a buffer."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
+class BCELoss(_Loss):
+    """Binary cross entropy of probabilities; ``weight`` a buffer."""
+
+    def __init__(self, weight=None, reduction="mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)

@@ -1,0 +1,167 @@
+"""The activations, losses, normalisation, padding, containers and gradient clipping added to
+``tg.nn`` beyond the API contract's list, against PyTorch: values and gradients eagerly, and a
+compiled training step (BatchNorm's running statistics written back) against torch's."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tracegrad as tg  # noqa: E402
+
+RNG = np.random.default_rng(4)
+X = RNG.standard_normal((4, 6))
+P = 1 / (1 + np.exp(-RNG.standard_normal((4, 6))))
+Y01 = (RNG.random((4, 6)) > 0.5).astype(np.float64)
+
+# name: (call on the functional module, inputs; the first input is differentiated)
+FUNCTIONAL = {
+    "elu": (lambda F, x: F.elu(x, alpha=0.7), [X]),
+    "mish": (lambda F, x: F.mish(x), [X]),
+    "hardtanh": (lambda F, x: F.hardtanh(x * 2, -1.5, 1.0), [X]),
+    "logsigmoid": (lambda F, x: F.logsigmoid(x * 40), [X]),
+    "softsign": (lambda F, x: F.softsign(x), [X]),
+    "glu": (lambda F, x: F.glu(x, 1), [X]),
+    "binary_cross_entropy": (lambda F, p, y: F.binary_cross_entropy(p, y), [P, Y01]),
+    "binary_cross_entropy-edges": (lambda F, p, y: F.binary_cross_entropy(p * y, y, reduction="sum"), [P, Y01]),
+    "smooth_l1_loss": (lambda F, x, y: F.smooth_l1_loss(x, y, beta=0.5), [X, Y01]),
+    "huber_loss": (lambda F, x, y: F.huber_loss(x * 3, y, reduction="none", delta=2.0), [X, Y01]),
+    "normalize": (lambda F, x: F.normalize(x, dim=0), [X]),
+    "normalize-p1": (lambda F, x: F.normalize(x, p=1.0, dim=1), [X]),
+    "cosine_similarity": (lambda F, x, y: F.cosine_similarity(x, y + x), [X, Y01]),
+    "pad": (lambda F, x: F.pad(x, (1, 2)), [X]),
+    "pad-crop-value": (lambda F, x: F.pad(x.reshape(2, 2, 6), (-1, 1, 2, 0), value=0.5), [X]),
+    "batch_norm-train": (lambda F, x: F.batch_norm(x, None, None, training=True), [X]),
+    "batch_norm-eval": (lambda F, x, y: F.batch_norm(x, y[0], y[1].abs() + 0.5, y[2], y[3]), [X, Y01]),
+}
+
+
+def _tensors(lib, arrays):
+    return [lib.tensor(a, requires_grad=(i == 0)) for i, a in enumerate(arrays)]
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONAL))
+def test_functional_matches_torch(name):
+    fn, arrays = FUNCTIONAL[name]
+    ours_in, theirs_in = _tensors(tg, arrays), _tensors(torch, arrays)
+    ours, theirs = fn(tg.nn.functional, *ours_in), fn(torch.nn.functional, *theirs_in)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-10, atol=1e-12)
+    cot = np.random.default_rng(1).standard_normal(tuple(theirs.shape))
+    ours.backward(tg.tensor(cot))
+    theirs.backward(torch.tensor(cot))
+    np.testing.assert_allclose(ours_in[0].grad.numpy(), theirs_in[0].grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name, args", [("SiLU", ()), ("Softplus", (2.0, 5.0)), ("LeakyReLU", (0.2,)),
+                                        ("ELU", (0.5,)), ("Mish", ()), ("Hardtanh", (-0.5, 0.5)),
+                                        ("LogSigmoid", ()), ("Softsign", ()), ("GLU", (0,))])
+def test_activation_modules_match_torch(name, args):
+    ours, theirs = getattr(tg.nn, name)(*args), getattr(torch.nn, name)(*args)
+    assert repr(ours) == repr(theirs)
+    np.testing.assert_allclose(ours(tg.tensor(X)).numpy(), theirs(torch.tensor(X)).numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name, kwargs, inputs", [
+    ("L1Loss", {}, [X, Y01]), ("SmoothL1Loss", {"beta": 0.3}, [X, Y01]),
+    ("HuberLoss", {"delta": 0.4, "reduction": "sum"}, [X, Y01]), ("BCELoss", {}, [P, Y01]),
+    ("NLLLoss", {"reduction": "sum"}, [np.log(P / P.sum(1, keepdims=True)), np.array([0, 5, 2, 1])])])
+def test_loss_modules_match_torch(name, kwargs, inputs):
+    ours = getattr(tg.nn, name)(**kwargs)(*[tg.tensor(a) for a in inputs])
+    theirs = getattr(torch.nn, name)(**kwargs)(*[torch.tensor(a) for a in inputs])
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+
+
+def _net(lib):
+    lib.manual_seed(0)
+    nn = lib.nn
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.SiLU(), nn.AvgPool2d(2),
+                         nn.Flatten(), nn.Linear(16, 8), nn.BatchNorm1d(8), nn.LeakyReLU(0.1),
+                         nn.Linear(8, 3))
+
+
+@pytest.mark.parametrize("backend", [None, "c"])
+def test_batchnorm_training_step_with_clipping_matches_torch(backend):
+    """Three SGD steps with BatchNorm1d/2d and clip_grad_norm_, eagerly and as one compiled
+    program (fullgraph: no fallback): losses, parameters and running statistics as torch's."""
+    ours, theirs = _net(tg), _net(torch)
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    opt, topt = tg.optim.SGD(ours.parameters(), lr=0.1), torch.optim.SGD(theirs.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = tg.nn.functional.cross_entropy(ours(x), y)
+        loss.backward()
+        norm = tg.nn.utils.clip_grad_norm_(ours.parameters(), 0.5)
+        opt.step()
+        return loss, norm
+
+    run = tg.compile(step, backend=backend, fullgraph=True) if backend else step
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x, y = rng.standard_normal((8, 1, 4, 4)).astype(np.float32), rng.integers(0, 3, 8)
+        loss, norm = run(tg.tensor(x), tg.tensor(y))
+        topt.zero_grad()
+        tloss = torch.nn.functional.cross_entropy(theirs(torch.tensor(x)), torch.tensor(y))
+        tloss.backward()
+        tnorm = torch.nn.utils.clip_grad_norm_(theirs.parameters(), 0.5)
+        topt.step()
+        np.testing.assert_allclose([loss.item(), norm.item()], [tloss.item(), tnorm.item()], rtol=1e-5)
+    want = theirs.state_dict()
+    for k, v in ours.state_dict().items():
+        np.testing.assert_allclose(v.numpy(), want[k].numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
+    if backend:
+        assert len(run.programs) == 1
+    ours.eval()
+    theirs.eval()
+    x = rng.standard_normal((2, 1, 4, 4)).astype(np.float32)
+    np.testing.assert_allclose(ours(tg.tensor(x)).detach().numpy(), theirs(torch.tensor(x)).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_clip_grad_value_and_parameter_vectors():
+    w, tw = tg.nn.Parameter(tg.tensor(X)), torch.nn.Parameter(torch.tensor(X))
+    (w * w).sum().backward()
+    (tw * tw).sum().backward()
+    tg.nn.utils.clip_grad_value_([w], 0.8)
+    torch.nn.utils.clip_grad_value_([tw], 0.8)
+    np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())
+    vec = tg.nn.utils.parameters_to_vector([w, w[:1]])
+    assert vec.shape == (30,)
+    tg.nn.utils.vector_to_parameters(tg.zeros(24), [w])
+    assert not w.detach().numpy().any()
+
+
+def test_containers_register_what_they_hold():
+    ours = tg.nn.ModuleDict({"enc": tg.nn.Linear(2, 3), "dec": tg.nn.Linear(3, 2)})
+    ours["act"] = tg.nn.ReLU()
+    assert list(ours.keys()) == ["enc", "dec", "act"] and "dec" in ours and len(ours) == 3
+    theirs = torch.nn.ModuleDict({"enc": torch.nn.Linear(2, 3), "dec": torch.nn.Linear(3, 2)})
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    plist = tg.nn.ParameterList([tg.ones(2), tg.nn.Parameter(tg.zeros(3))])
+    assert [tuple(p.shape) for p in plist.parameters()] == [(2,), (3,)]
+    assert list(plist.state_dict()) == ["0", "1"]
+    assert tg.nn.Unflatten(1, (2, 3))(tg.ones(4, 6)).shape == (4, 2, 3)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="expected 4D input"):
+        tg.nn.BatchNorm2d(3)(tg.ones(2, 3))
+    with pytest.raises(ValueError, match="expected 3 channels"):
+        tg.nn.BatchNorm1d(3)(tg.ones(2, 4))
+    with pytest.raises(NotImplementedError, match="only 'constant'"):
+        tg.nn.functional.pad(tg.ones(2, 2), (1, 1), mode="reflect")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'slope'"):
+        tg.nn.LeakyReLU(slope=0.1)
+
+
+def test_binary_cross_entropy_differentiates_twice_and_compiles():
+    p = tg.tensor(P, requires_grad=True)
+    y = tg.tensor(Y01 * 0.8 + 0.1, requires_grad=True)
+    bce = lambda p, y: tg.nn.functional.binary_cross_entropy(p, y)  # noqa: E731
+    assert tg.autograd.gradcheck(bce, (p, y)) and tg.autograd.gradgradcheck(bce, (p, y))
+    p32 = tg.tensor(P.astype(np.float32), requires_grad=True)
+    y32 = tg.tensor(Y01.astype(np.float32))
+    grad_p = lambda p, y: tg.autograd.grad(bce(p, y), p)[0]  # noqa: E731
+    compiled = tg.compile(grad_p, backend="c", fullgraph=True)
+    np.testing.assert_allclose(compiled(p32, y32).numpy(), grad_p(p32, y32).numpy(), rtol=1e-5)

@@ -1,0 +1,54 @@
+"""Activation modules beyond the basic ones of layers.py, each calling one function of
+``tracegrad.nn.functional`` with PyTorch's arguments.
+
+>>> import tracegrad as tg
+>>> tg.nn.LeakyReLU(0.1)(tg.tensor([-1.0, 2.0]))
+tensor([-0.1000,  2.0000])
+"""
+from __future__ import annotations
+
+from . import functional as F
+from .module import Module
+
+
+class _Elementwise(Module):
+    """An activation ``fn(input, **args)`` whose constructor arguments are its ``args``."""
+
+    fn = None
+    arg_names = ()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        values = dict(zip(self.arg_names, args), **kwargs)
+        for name in values:
+            if name not in self.arg_names:
+                raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {name!r}")
+        for name, default in zip(self.arg_names, self.defaults):
+            setattr(self, name, values.get(name, default))
+
+    defaults = ()
+
+    def forward(self, input):
+        return type(self).fn(input, **{n: getattr(self, n) for n in self.arg_names})
+
+    def extra_repr(self):
+        return ", ".join(f"{n}={getattr(self, n)}" for n in self.arg_names if n != "inplace"
+                         or getattr(self, n))
+
+
+def _activation(name, fn, arg_names=(), defaults=()):
+    return type(name, (_Elementwise,), {"fn": staticmethod(fn), "arg_names": arg_names,
+                                        "defaults": defaults, "__doc__": f"``F.{fn.__name__}``."})
+
+
+SiLU = _activation("SiLU", F.silu, ("inplace",), (False,))
+Softplus = _activation("Softplus", F.softplus, ("beta", "threshold"), (1.0, 20.0))
+LeakyReLU = _activation("LeakyReLU", F.leaky_relu, ("negative_slope", "inplace"), (0.01, False))
+ELU = _activation("ELU", F.elu, ("alpha", "inplace"), (1.0, False))
+Mish = _activation("Mish", F.mish, ("inplace",), (False,))
+Hardtanh = _activation("Hardtanh", F.hardtanh, ("min_val", "max_val", "inplace"), (-1.0, 1.0, False))
+LogSigmoid = _activation("LogSigmoid", F.logsigmoid)
+Softsign = _activation("Softsign", F.softsign)
+GLU = _activation("GLU", F.glu, ("dim",), (-1,))
+for _cls in (SiLU, Softplus, LeakyReLU, ELU, Mish, Hardtanh, LogSigmoid, Softsign, GLU):
+    _cls.__module__ = __name__

@@ -1,0 +1,80 @@
+"""Batch normalisation (PyTorch's ``BatchNorm1d``/``BatchNorm2d``): per-channel statistics of the
+batch in training, updating ``running_mean``/``running_var`` in place (inside a compiled step
+too: they are written back like optimizer state), the running ones in ``eval()``.
+
+>>> import tracegrad as tg
+>>> bn = tg.nn.BatchNorm1d(3)
+>>> bn
+BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)
+>>> y = bn(tg.tensor([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]))
+>>> bn.running_mean
+tensor([0.2000, 0.2000, 0.2000])
+"""
+from __future__ import annotations
+
+from .. import creation
+from ..autograd.grad_mode import no_grad
+from . import functional as F
+from .module import Module
+from .parameter import Parameter
+
+
+class _BatchNorm(Module):
+    expected_dims = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(creation.ones(num_features, dtype=dtype))
+            self.bias = Parameter(creation.zeros(num_features, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", creation.zeros(num_features, dtype=dtype))
+            self.register_buffer("running_var", creation.ones(num_features, dtype=dtype))
+            self.register_buffer("num_batches_tracked", creation.tensor(0))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def forward(self, input):
+        if input.ndim not in self.expected_dims:
+            raise ValueError(f"expected {' or '.join(f'{d}D' for d in self.expected_dims)} input "
+                             f"(got {input.ndim}D input)")
+        if input.shape[1] != self.num_features:
+            raise ValueError(f"{type(self).__name__}: expected {self.num_features} channels (dim 1), "
+                             f"got input of shape {list(input.shape)}")
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # a cumulative average
+                momentum = 1.0 / float(self.num_batches_tracked.item())
+        # (PyTorch's rules: batch statistics in training or without running ones; the running
+        # ones are updated in training when tracked, and used in eval)
+        use_batch = self.training or (self.running_mean is None and self.running_var is None)
+        keep = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if keep else None,
+                            self.running_var if keep else None, self.weight, self.bias, use_batch,
+                            momentum, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Over ``(N, C)`` or ``(N, C, L)``."""
+
+    expected_dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Over ``(N, C, H, W)``."""
+
+    expected_dims = (4,)
