@@ -362,8 +362,11 @@ def test_generated_guard_check_agrees_with_mismatch():
     for args, enabled in variants:
         assert not prog._fast_check(args, enabled)
         assert prog.mismatch(args, enabled) is not None
-    opt.param_groups[0]["lr"] = 0.2  # a Python value the program baked in
-    assert not prog._fast_check(flat, True) and "lr" in prog.mismatch(flat, True)
+    opt.param_groups[0]["weight_decay"] = 0.2  # a Python value the program baked in
+    assert not prog._fast_check(flat, True) and "weight_decay" in prog.mismatch(flat, True)
+    opt.param_groups[0]["weight_decay"] = 0
+    opt.param_groups[0]["lr"] = 0.2  # a program input, not a guard
+    assert prog._fast_check(flat, True) and prog.mismatch(flat, True) is None
     opt.param_groups[0]["lr"] = 0.1
 
     def agree():

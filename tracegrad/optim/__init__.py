@@ -1,4 +1,4 @@
-"""Optimizers (PyTorch's ``torch.optim``): SGD, Adam, AdamW.
+"""Optimizers (PyTorch's ``torch.optim``): SGD, Adam, AdamW, and ``lr_scheduler``.
 
 >>> import tracegrad as tg
 >>> model = tg.nn.Linear(3, 1)
@@ -9,8 +9,9 @@
 >>> model.weight.grad is None
 True
 """
+from . import lr_scheduler
 from .adam import Adam, AdamW
 from .optimizer import Optimizer
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]

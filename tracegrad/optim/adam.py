@@ -54,7 +54,7 @@ class Adam(Optimizer):
         return spec
 
     def _update_group(self, group):
-        lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+        lr, eps, wd = self._lr(group), group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
         for p in group["params"]:
             g = p.grad

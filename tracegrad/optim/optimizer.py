@@ -40,6 +40,20 @@ def _typename(v):
     return "tracegrad.Tensor" if isinstance(v, Tensor) else type(v).__name__
 
 
+class _ParamGroup(dict):
+    """A parameter group: a dict, as in PyTorch, that also keeps its learning rate in a 0-dim
+    float64 tensor (``lr_tensor``) written whenever ``group["lr"]`` is set. A compiled step
+    reads that tensor (lifted into the program like optimizer state), so a scheduler changing
+    the rate between steps neither retraces nor is ignored."""
+
+    lr_tensor = None
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        if key == "lr" and self.lr_tensor is not None and not isinstance(value, Tensor):
+            self.lr_tensor._value[...] = value
+
+
 class Optimizer:
     """Base class. Subclasses define ``_check_group(group)`` (hyper-parameter validation),
     ``_state_spec(group)`` (names of the state tensors each parameter needs) and
@@ -66,7 +80,7 @@ class Optimizer:
         and allocate its state now, so that ``step()`` never allocates."""
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
-        group = dict(param_group)
+        group = _ParamGroup(param_group)
         params = group["params"]
         if isinstance(params, Tensor):
             params = [params]
@@ -91,6 +105,8 @@ class Optimizer:
         if any(id(p) in existing for p in group["params"]):
             raise ValueError("some parameters appear in more than one parameter group")
         self._check_group(group)
+        if not isinstance(group.get("lr"), Tensor):
+            group.lr_tensor = creation.tensor(float(group["lr"]), dtype=_dt.float64)
         self.param_groups.append(group)
         self._allocate_state(group)
 
@@ -135,6 +151,16 @@ class Optimizer:
 
     def _update_group(self, group):
         raise NotImplementedError
+
+    @staticmethod
+    def _lr(group):
+        """The learning rate to compute with: in a trace, the group's lr tensor (a program
+        input, see _ParamGroup); eagerly, the number itself."""
+        from ..ir.trace import current_tracer
+
+        if group.lr_tensor is not None and current_tracer() is not None:
+            return group.lr_tensor
+        return group["lr"]
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of all optimized parameters: to None (default) or to zeros."""
@@ -216,8 +242,8 @@ class Optimizer:
 
 def _guard_options(opt):
     """While a compiled step traces ``step()``, the options are baked into the program as
-    constants: guard them so that changing ``lr`` (a scheduler) retraces instead of being
-    silently ignored."""
+    constants: guard them so that changing one (momentum, say) retraces instead of being
+    silently ignored. The learning rate is no constant but a program input (_ParamGroup)."""
     from ..ir.trace import current_tracer
 
     tracer = current_tracer()
@@ -225,6 +251,8 @@ def _guard_options(opt):
         return
     for i, group in enumerate(opt.param_groups):
         for key, value in group.items():
+            if key == "lr" and group.lr_tensor is not None:
+                continue
             if key != "params" and isinstance(value, (int, float, bool, tuple, str, type(None))):
                 # functools.partial of dict.get: the guard runs on every call, without a Python frame
                 tracer.guard_value(f"{type(opt).__name__}.param_groups[{i}][{key!r}]",

@@ -39,7 +39,7 @@ class SGD(Optimizer):
         return {"momentum_buffer": "zeros", "step": "step"} if group["momentum"] != 0 else {}
 
     def _update_group(self, group):
-        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        lr, momentum, dampening = self._lr(group), group["momentum"], group["dampening"]
         weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
         for p in group["params"]:
             g = p.grad
@@ -62,7 +62,7 @@ class SGD(Optimizer):
                     buf.mul_(momentum).add_(g)
                 step.add_(1)
                 g = g.add(buf, alpha=momentum) if nesterov else buf
-            p.add_(g, alpha=-lr)
+            p.sub_(g * lr)  # (p + g * -lr, bit for bit; lr may be a tensor)
 
     def _after_load(self, p, saved_state):
         # a PyTorch SGD state has a momentum buffer but no step count: it is past step one
