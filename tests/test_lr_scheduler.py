@@ -38,7 +38,9 @@ def test_rates_match_torch(name):
 
 
 @pytest.mark.parametrize("opt_name, kwargs", [("SGD", {"momentum": 0.9}), ("Adam", {}),
-                                              ("AdamW", {"weight_decay": 0.1})])
+                                              ("AdamW", {"weight_decay": 0.1}),
+                                              ("RMSprop", {"momentum": 0.9, "centered": True}),
+                                              ("Adagrad", {"lr_decay": 0.1})])
 def test_compiled_step_follows_the_schedule_without_retracing(opt_name, kwargs):
     weights = {}
     for mode in ("eager", "c", "torch"):
@@ -67,8 +69,8 @@ def test_compiled_step_follows_the_schedule_without_retracing(opt_name, kwargs):
         if mode == "c":
             assert len(run.programs) == 1
             assert not math.isclose(opt.param_groups[0]["lr"], 0.1)
-    np.testing.assert_allclose(weights["c"], weights["eager"], rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(weights["eager"], weights["torch"], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(weights["c"], weights["eager"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(weights["eager"], weights["torch"], rtol=1e-5, atol=1e-6)
 
 
 def test_changing_other_options_still_retraces():

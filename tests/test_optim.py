@@ -79,6 +79,27 @@ def test_adamw_matches_torch(kwargs):
              skip_first=True)
 
 
+RMSPROP_CASES = [
+    dict(),
+    dict(lr=0.02, alpha=0.9, eps=1e-6, weight_decay=0.05),
+    dict(lr=0.01, momentum=0.9, centered=True),
+    dict(lr=0.01, momentum=0.5, maximize=True),
+]
+ADAGRAD_CASES = [
+    dict(),
+    dict(lr=0.05, lr_decay=0.1, weight_decay=0.1, initial_accumulator_value=0.5, eps=1e-8),
+    dict(lr=0.02, maximize=True),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name, kwargs", [("RMSprop", k) for k in RMSPROP_CASES]
+                         + [("Adagrad", k) for k in ADAGRAD_CASES], ids=str)
+def test_rmsprop_and_adagrad_match_torch(name, kwargs, dtype):
+    _, _, ours, _ = run_both(lambda p: getattr(tg.optim, name)(p, **kwargs),
+                             lambda p: getattr(torch.optim, name)(p, **kwargs), dtype=dtype, skip_first=True)
+
+
 def test_param_groups_with_own_options_match_torch():
     def groups(ps):
         return [{"params": ps[:1], "lr": 0.5, "momentum": 0.0}, {"params": ps[1:]}]

@@ -1,4 +1,5 @@
-"""Optimizers (PyTorch's ``torch.optim``): SGD, Adam, AdamW, and ``lr_scheduler``.
+"""Optimizers (PyTorch's ``torch.optim``): SGD, Adam, AdamW, RMSprop, Adagrad, and
+``lr_scheduler``.
 
 >>> import tracegrad as tg
 >>> model = tg.nn.Linear(3, 1)
@@ -12,6 +13,7 @@ True
 from . import lr_scheduler
 from .adam import Adam, AdamW
 from .optimizer import Optimizer
+from .rmsprop import Adagrad, RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]

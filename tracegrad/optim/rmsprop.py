@@ -1,0 +1,111 @@
+"""RMSprop and Adagrad (PyTorch's updates, operand order included).
+
+>>> import tracegrad as tg
+>>> w = tg.nn.Parameter(tg.tensor([1.0, -2.0]))
+>>> opt = tg.optim.RMSprop([w], lr=0.01)
+>>> (w * w).sum().backward()
+>>> opt.step()
+>>> [round(v, 4) for v in w.tolist()]
+[0.9, -1.9]
+"""
+from __future__ import annotations
+
+from .. import dtypes as _dt
+from .optimizer import Optimizer
+
+
+def _nonnegative(group, *names):
+    for name in names:
+        if not 0.0 <= group[name]:
+            raise ValueError(f"Invalid {name.replace('_', ' ')} value: {group[name]}")
+
+
+class RMSprop(Optimizer):
+    """``v = alpha*v + (1-alpha)*g*g``; ``centered`` subtracts the squared mean gradient;
+    ``p -= lr * g / (sqrt(v) + eps)`` (through a momentum buffer when ``momentum`` > 0)."""
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
+                 centered=False, capturable=False, foreach=None, maximize=False, differentiable=False):
+        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
+                        centered=centered, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _check_group(self, group):
+        _nonnegative(group, "lr", "eps", "momentum", "weight_decay", "alpha")
+
+    def _state_spec(self, group):
+        spec = {"step": "step", "square_avg": "zeros"}
+        if group["momentum"] > 0:
+            spec["momentum_buffer"] = "zeros"
+        if group["centered"]:
+            spec["grad_avg"] = "zeros"
+        return spec
+
+    def _update_group(self, group):
+        lr, alpha, eps = self._lr(group), group["alpha"], group["eps"]
+        for p in group["params"]:
+            g = p.grad
+            if g is None:
+                continue
+            if group["maximize"]:
+                g = -g
+            st = self.state[p]
+            st["step"].add_(1)
+            if group["weight_decay"] != 0:
+                g = g.add(p, alpha=group["weight_decay"])
+            square_avg = st["square_avg"]
+            square_avg.mul_(alpha).add_(g.mul(1 - alpha).mul(g))
+            if group["centered"]:
+                grad_avg = st["grad_avg"]
+                grad_avg.add_((g - grad_avg).mul(1 - alpha))
+                avg = (square_avg - grad_avg * grad_avg).sqrt().add(eps)
+            else:
+                avg = square_avg.sqrt().add(eps)
+            if group["momentum"] > 0:
+                buf = st["momentum_buffer"]
+                buf.mul_(group["momentum"]).add_(g / avg)
+                p.sub_(buf * lr)
+            else:
+                p.sub_((g / avg) * lr)
+
+
+class Adagrad(Optimizer):
+    """``s += g*g``; ``p -= lr / (1 + (t-1)*lr_decay) * g / (sqrt(s) + eps)``."""
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
+        defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps,
+                        initial_accumulator_value=initial_accumulator_value, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _check_group(self, group):
+        _nonnegative(group, "lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps")
+
+    def _state_spec(self, group):
+        return {"step": "step", "sum": "zeros"}
+
+    def _allocate_state(self, group):
+        fresh = [p for p in group["params"] if "sum" not in self.state[p]]
+        super()._allocate_state(group)
+        for p in fresh:  # PyTorch starts the sum at initial_accumulator_value
+            if group["initial_accumulator_value"]:
+                self.state[p]["sum"].fill_(group["initial_accumulator_value"])
+
+    def _update_group(self, group):
+        lr, eps = self._lr(group), group["eps"]
+        for p in group["params"]:
+            g = p.grad
+            if g is None:
+                continue
+            if group["maximize"]:
+                g = -g
+            st = self.state[p]
+            step = st["step"]
+            step.add_(1)
+            if group["weight_decay"] != 0:
+                g = g.add(p, alpha=group["weight_decay"])
+            # in float64, as PyTorch computes it in Python floats
+            clr = lr / ((step.to(_dt.float64) - 1) * group["lr_decay"] + 1)
+            st["sum"].add_(g * g)
+            std = st["sum"].sqrt().add(eps)
+            p.sub_((g / std) * clr)
