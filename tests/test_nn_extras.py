@@ -165,3 +165,30 @@ def test_binary_cross_entropy_differentiates_twice_and_compiles():
     grad_p = lambda p, y: tg.autograd.grad(bce(p, y), p)[0]  # noqa: E731
     compiled = tg.compile(grad_p, backend="c", fullgraph=True)
     np.testing.assert_allclose(compiled(p32, y32).numpy(), grad_p(p32, y32).numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"stride": 2, "padding": 2, "dilation": 2, "groups": 2},
+                                    {"padding": "same", "bias": False}], ids=str)
+def test_conv1d_and_1d_pooling_match_torch(kwargs):
+    tg.manual_seed(0)
+    ours = tg.nn.Conv1d(4, 6, 5 if "dilation" in kwargs else 3, **kwargs)
+    theirs = torch.nn.Conv1d(4, 6, 5 if "dilation" in kwargs else 3, **kwargs)
+    assert repr(ours) == repr(theirs)
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    x = RNG.standard_normal((3, 4, 17)).astype(np.float32)
+    pool, tpool = tg.nn.MaxPool1d(3, 2, 1), torch.nn.MaxPool1d(3, 2, 1)
+    avg, tavg = tg.nn.AvgPool1d(2), torch.nn.AvgPool1d(2)
+    assert repr(avg) == repr(tavg) and repr(pool) == repr(tpool)
+    xt, tt = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ours_y, theirs_y = avg(pool(ours(xt))), tavg(tpool(theirs(tt)))
+    np.testing.assert_allclose(ours_y.detach().numpy(), theirs_y.detach().numpy(), rtol=1e-5, atol=1e-6)
+    ours_y.sum().backward()
+    theirs_y.sum().backward()
+    np.testing.assert_allclose(xt.grad.numpy(), tt.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-5, atol=1e-5)
+    unbatched = tg.nn.functional.conv1d(tg.tensor(x[0]), ours.weight.detach(), stride=ours.stride,
+                                        padding=ours.padding, dilation=ours.dilation, groups=ours.groups)
+    np.testing.assert_allclose(unbatched.numpy(), ours(tg.tensor(x[:1]))[0].detach().numpy()
+                               - (0 if ours.bias is None else ours.bias.detach().numpy()[:, None]),
+                               rtol=1e-5, atol=1e-5)

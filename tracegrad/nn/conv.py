@@ -1,4 +1,5 @@
-"""Conv2d and MaxPool2d (NCHW), with PyTorch's arguments, initialisation and repr.
+"""Conv2d, MaxPool2d, AvgPool2d (NCHW) and their 1-D forms (NCL), with PyTorch's arguments,
+initialisation and repr.
 
 >>> import tracegrad as tg
 >>> _ = tg.manual_seed(0)
@@ -132,3 +133,58 @@ class AvgPool2d(Module):
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class Conv1d(Conv2d):
+    """1-D convolution over ``(N, C_in, L)`` with weight ``(C_out, C_in/groups, k)``."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        one = lambda v: (v,) if isinstance(v, int) else tuple(v)  # noqa: E731
+        super().__init__(in_channels, out_channels, (1,) + one(kernel_size), (1,) + one(stride),
+                         padding if isinstance(padding, str) else (0,) + one(padding),
+                         (1,) + one(dilation), groups, bias, padding_mode, device, dtype)
+        with _no_grad():  # the weight without the height of 1 (initialised as PyTorch's)
+            self.weight = Parameter(self.weight.detach().squeeze(2))
+        self._parameters["bias"] = self._parameters.pop("bias")  # (PyTorch's order: weight, bias)
+        self.kernel_size, self.stride, self.dilation = (self.kernel_size[1:], self.stride[1:],
+                                                        self.dilation[1:])
+        if not isinstance(self.padding, str):
+            self.padding = self.padding[1:]
+
+    def forward(self, input):
+        return F.conv1d(input, self.weight, self.bias, stride=self.stride, padding=self.padding,
+                        dilation=self.dilation, groups=self.groups)
+
+    def extra_repr(self):
+        return super().extra_repr().replace(", padding=(0,)", "").replace(", dilation=(1,)", "")
+
+
+class MaxPool1d(MaxPool2d):
+    """Max over ``kernel_size`` windows of ``(N, C, L)``."""
+
+    def forward(self, input):
+        kwargs = dict(stride=self.stride, padding=self.padding, dilation=self.dilation,
+                      ceil_mode=self.ceil_mode)
+        if self.return_indices:
+            kwargs["return_indices"] = True
+        return F.max_pool1d(input, self.kernel_size, **kwargs)
+
+
+class AvgPool1d(AvgPool2d):
+    """Mean over ``kernel_size`` windows of ``(N, C, L)``."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+        one = lambda v: (v,) if isinstance(v, int) else tuple(v)  # noqa: E731
+        super().__init__(one(kernel_size), None if stride is None else one(stride), one(padding),
+                         ceil_mode, count_include_pad)
+
+    def forward(self, input):
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+
+def _no_grad():
+    from ..autograd.grad_mode import no_grad
+
+    return no_grad()

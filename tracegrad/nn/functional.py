@@ -29,7 +29,7 @@ __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax"
            "embedding", "dropout", "conv2d", "max_pool2d", "avg_pool2d", "unfold", "fold",
            "one_hot", "silu", "leaky_relu", "softplus", "elu", "mish", "hardtanh", "logsigmoid",
            "softsign", "glu", "binary_cross_entropy", "smooth_l1_loss", "huber_loss", "normalize",
-           "cosine_similarity", "batch_norm", "pad"]
+           "cosine_similarity", "batch_norm", "pad", "conv1d", "max_pool1d", "avg_pool1d"]
 
 
 # ----------------------------------------------------------------------------- activations
@@ -660,6 +660,48 @@ def _pool_counts(h, w, geo, count_include_pad):
                           dilation=geo["dilation"])
     oh, ow = N._geometry(h, w, geo["kernel"], geo["stride"], geo["padding"], geo["dilation"])
     return creation.tensor(cols.sum(1).reshape(oh, ow))
+
+
+# ----------------------------------------------------------------------------- 1-D forms
+def _one(v, name, fill):
+    """A 1-D size (int or 1-tuple) as the pair (fill, v) of the 2-D op over a height of 1."""
+    if isinstance(v, str):
+        return v
+    v = (v,) if isinstance(v, int) else tuple(v)
+    if len(v) != 1:
+        raise ValueError(f"{name} must be an int or a 1-tuple, got {v!r}")
+    return (fill, v[0])
+
+
+def _as_2d(input, name):
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"{name}: Expected 2D (unbatched) or 3D (batched) input, but got input "
+                           f"of size: {list(input.shape)}")
+    return T.unsqueeze(input, -2)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D cross-correlation over ``(N, C, L)``: conv2d over a height of 1."""
+    out = conv2d(_as_2d(input, "conv1d"), T.unsqueeze(weight, -2), bias, _one(stride, "stride", 1),
+                 _one(padding, "padding", 0), _one(dilation, "dilation", 1), groups)
+    return T.squeeze(out, -2)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    out = max_pool2d(_as_2d(input, "max_pool1d"), _one(kernel_size, "kernel_size", 1),
+                     None if stride is None else _one(stride, "stride", 1), _one(padding, "padding", 0),
+                     _one(dilation, "dilation", 1), ceil_mode, return_indices)
+    if return_indices:
+        return T.squeeze(out[0], -2), T.squeeze(out[1], -2)
+    return T.squeeze(out, -2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    out = avg_pool2d(_as_2d(input, "avg_pool1d"), _one(kernel_size, "kernel_size", 1),
+                     None if stride is None else _one(stride, "stride", 1), _one(padding, "padding", 0),
+                     ceil_mode, count_include_pad)
+    return T.squeeze(out, -2)
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
