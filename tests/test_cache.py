@@ -65,6 +65,38 @@ def test_cold_then_warm_cache(tmp_path):
     assert stat.S_IMODE(os.stat(tmp_path).st_mode) & 0o077 == 0
 
 
+STEP_SCRIPT = r"""
+import json, tracegrad as tg
+tg.manual_seed(0)
+model = tg.nn.Linear(4, 2)
+opt = tg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+hidden = {"deep": [[tg.ones(2)]]}  # lifted, but too deep for a name: numbered
+
+@tg.compile(backend="c")
+def step(x):
+    opt.zero_grad()
+    (model(x) * hidden["deep"][0][0]).sum().backward()
+    opt.step()
+
+step(tg.ones(3, 4))
+prog = step.programs[0]
+print(json.dumps({"hit": prog.executable.cache_hit, "listing": str(prog.graph).splitlines()[0]}))
+"""
+
+
+def test_training_step_hits_the_cache_in_a_new_process(tmp_path):
+    """Lifted tensors (the optimizer's state and learning rate, an unnamed tensor) are named
+    the same way in every process, so the program's key is too: the second process hits."""
+    env = dict(os.environ, TRACEGRAD_CACHE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    runs = [json.loads(subprocess.run([sys.executable, "-c", STEP_SCRIPT], env=env, capture_output=True,
+                                      text=True, timeout=300, cwd=str(ROOT), check=True).stdout)
+            for _ in range(2)]
+    assert [r["hit"] for r in runs] == [False, True]
+    assert runs[0]["listing"] == runs[1]["listing"]
+    assert "opt.param_groups[0]['lr']" in runs[0]["listing"] and "<tensor 0>" in runs[0]["listing"]
+    assert "0x" not in runs[0]["listing"]
+
+
 @pytest.mark.parametrize("damage", ["truncate", "garbage_json", "flip_byte"])
 def test_corrupted_entry_is_rebuilt(tmp_path, damage):
     first = _run(tmp_path)

@@ -218,9 +218,16 @@ class _Naming:
     def __init__(self, found, arg_names):
         self.found = found
         self.arg_names = arg_names
+        self.unnamed = {}
 
     def tensor(self, t):
-        return self.found.get(id(t), f"<tensor {hex(id(t))}>")
+        """Its reachable name, or ``<tensor k>`` numbered in order of first use: the listing is
+        part of the cache key, so a name must not change between processes (an address would
+        make every new process miss the cache)."""
+        name = self.found.get(id(t))
+        if name is None:
+            name = self.unnamed.setdefault(id(t), f"<tensor {len(self.unnamed)}>")
+        return name
 
     def of(self, where):
         kind, ref = where

@@ -92,6 +92,9 @@ def reachable(fn, extra=()):
 
 def _visit_optimizer(name, opt, names):
     for g, group in enumerate(opt.param_groups):
+        lr = getattr(group, "lr_tensor", None)  # (optim/optimizer.py: _ParamGroup)
+        if lr is not None:
+            names.setdefault(id(lr), f"{name}.param_groups[{g}]['lr']")
         for i, p in enumerate(group["params"]):
             pname = names.get(id(p), f"param_groups[{g}][{i}]")
             names.setdefault(id(p), f"{name}.{pname}")
