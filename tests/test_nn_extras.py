@@ -32,6 +32,14 @@ FUNCTIONAL = {
     "cosine_similarity": (lambda F, x, y: F.cosine_similarity(x, y + x), [X, Y01]),
     "pad": (lambda F, x: F.pad(x, (1, 2)), [X]),
     "pad-crop-value": (lambda F, x: F.pad(x.reshape(2, 2, 6), (-1, 1, 2, 0), value=0.5), [X]),
+    "attention": (lambda F, q, k: F.scaled_dot_product_attention(q, k, k * 2), [X.reshape(2, 3, 4), Y01.reshape(2, 3, 4)]),
+    "attention-causal-scale": (lambda F, q, k: F.scaled_dot_product_attention(q, k, k, is_causal=True, scale=0.7),
+                               [X.reshape(2, 3, 4), Y01.reshape(2, 3, 4)]),
+    "attention-bool-mask": (lambda F, q, k: F.scaled_dot_product_attention(q, k, k, attn_mask=k[0, :, :3] > 0.5),
+                            [X.reshape(2, 3, 4), Y01.reshape(2, 3, 4) + np.eye(3, 4)]),
+    "attention-float-mask": (lambda F, q, k: F.scaled_dot_product_attention(q, k, k, attn_mask=k[1, :, :3]),
+                             [X.reshape(2, 3, 4), Y01.reshape(2, 3, 4)]),
+    "group_norm": (lambda F, x, y: F.group_norm(x.reshape(2, 4, 3), 2, y[0, :4], y[1, :4]), [X, Y01]),
     "batch_norm-train": (lambda F, x: F.batch_norm(x, None, None, training=True), [X]),
     "batch_norm-eval": (lambda F, x, y: F.batch_norm(x, y[0], y[1].abs() + 0.5, y[2], y[3]), [X, Y01]),
 }
@@ -192,3 +200,36 @@ def test_conv1d_and_1d_pooling_match_torch(kwargs):
     np.testing.assert_allclose(unbatched.numpy(), ours(tg.tensor(x[:1]))[0].detach().numpy()
                                - (0 if ours.bias is None else ours.bias.detach().numpy()[:, None]),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_attention_block_compiles_to_eager_values():
+    """A small self-attention block with GroupNorm, trained one step: compiled (fullgraph)
+    against eager, and the module reprs as torch's."""
+    assert repr(tg.nn.GroupNorm(2, 4)) == repr(torch.nn.GroupNorm(2, 4))
+    tg.manual_seed(0)
+    qkv, norm = tg.nn.Linear(8, 24), tg.nn.GroupNorm(2, 8)
+    opt = tg.optim.SGD(list(qkv.parameters()) + list(norm.parameters()), lr=0.1, momentum=0.9)
+    state = [p.detach().clone() for p in opt.param_groups[0]["params"]]
+
+    def step(x):
+        opt.zero_grad()
+        q, k, v = qkv(x).chunk(3, dim=-1)
+        out = tg.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        loss = norm(out.transpose(1, 2)).square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    x = tg.tensor(RNG.standard_normal((2, 5, 8)).astype(np.float32))
+    eager = [step(x).item() for _ in range(2)]
+    after_eager = [p.detach().numpy().copy() for p in opt.param_groups[0]["params"]]
+    with tg.no_grad():
+        for p, s in zip(opt.param_groups[0]["params"], state):
+            p.copy_(s)
+    for st in opt.state.values():
+        for t in st.values():
+            t.zero_()
+    compiled = tg.compile(step, backend="c", fullgraph=True)
+    np.testing.assert_allclose([compiled(x).item() for _ in range(2)], eager, rtol=1e-5)
+    for p, want in zip(opt.param_groups[0]["params"], after_eager):
+        np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-5, atol=1e-6)

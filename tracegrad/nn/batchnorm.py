@@ -1,4 +1,4 @@
-"""Batch normalisation (PyTorch's ``BatchNorm1d``/``BatchNorm2d``): per-channel statistics of the
+"""Batch normalisation (PyTorch's ``BatchNorm1d``/``BatchNorm2d``, and ``GroupNorm``): per-channel statistics of the
 batch in training, updating ``running_mean``/``running_var`` in place (inside a compiled step
 too: they are written back like optimizer state), the running ones in ``eval()``.
 
@@ -78,3 +78,24 @@ class BatchNorm2d(_BatchNorm):
     """Over ``(N, C, H, W)``."""
 
     expected_dims = (4,)
+
+
+class GroupNorm(Module):
+    """Per-sample statistics over groups of channels (no running statistics)."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, bias=True, device=None,
+                 dtype=None):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        self.register_parameter("weight", Parameter(creation.ones(num_channels, dtype=dtype)) if affine else None)
+        self.register_parameter("bias", Parameter(creation.zeros(num_channels, dtype=dtype))
+                                if affine and bias else None)
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None or not self.affine}")

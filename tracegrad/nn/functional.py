@@ -29,7 +29,8 @@ __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax"
            "embedding", "dropout", "conv2d", "max_pool2d", "avg_pool2d", "unfold", "fold",
            "one_hot", "silu", "leaky_relu", "softplus", "elu", "mish", "hardtanh", "logsigmoid",
            "softsign", "glu", "binary_cross_entropy", "smooth_l1_loss", "huber_loss", "normalize",
-           "cosine_similarity", "batch_norm", "pad", "conv1d", "max_pool1d", "avg_pool1d"]
+           "cosine_similarity", "batch_norm", "pad", "conv1d", "max_pool1d", "avg_pool1d",
+           "scaled_dot_product_attention", "group_norm"]
 
 
 # ----------------------------------------------------------------------------- activations
@@ -660,6 +661,56 @@ def _pool_counts(h, w, geo, count_include_pad):
                           dilation=geo["dilation"])
     oh, ow = N._geometry(h, w, geo["kernel"], geo["stride"], geo["padding"], geo["dilation"])
     return creation.tensor(cols.sum(1).reshape(oh, ow))
+
+
+# ----------------------------------------------------------------------------- attention
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, enable_gqa=False):
+    """``softmax(q @ k^T * scale + mask) @ v`` over ``(..., L, E)`` queries and ``(..., S, E)``
+    keys, as ``torch.nn.functional.scaled_dot_product_attention``: a bool ``attn_mask`` keeps
+    the True positions, a float one is added; ``is_causal`` keeps the lower triangle;
+    ``scale`` defaults to ``1 / sqrt(E)``. ``dropout_p`` must be 0 (dropout here needs a seed:
+    apply ``F.dropout`` to the weights yourself)."""
+    if dropout_p:
+        raise NotImplementedError("scaled_dot_product_attention: dropout_p > 0 is not supported; "
+                                  "compute the attention weights and apply F.dropout to them")
+    if enable_gqa:
+        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                           "is_causal=True")
+    e = query.shape[-1]
+    scores = T.mul(T.matmul(query, T.transpose(key, -2, -1)), 1.0 / math.sqrt(e) if scale is None else scale)
+    if is_causal:
+        from ..composites import tril
+
+        attn_mask = T.ne(tril(T.to_tensor(np.ones(tuple(scores.shape[-2:]), dtype=bool))), False)
+    if attn_mask is not None:
+        if attn_mask.dtype is _dt.bool_:
+            scores = T.where(attn_mask, scores, float("-inf"))
+        else:
+            scores = T.add(scores, attn_mask)
+    return T.matmul(softmax(scores, -1), value)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise each sample over groups of ``num_groups`` channels (and all spatial dims),
+    biased variance, then a per-channel scale and shift."""
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but "
+                           f"got input of shape {list(input.shape)} and num_groups={num_groups}")
+    grouped = T.reshape(input, (n, num_groups, -1))
+    mu = T.mean(grouped, 2, keepdim=True)
+    centered = T.sub(grouped, mu)
+    var = T.mean(T.mul(centered, centered), 2, keepdim=True)
+    out = T.reshape(T.mul(centered, T.rsqrt(T.add(var, eps))), tuple(input.shape))
+    shape = [1, c] + [1] * (input.ndim - 2)
+    if weight is not None:
+        out = T.mul(out, T.reshape(weight, shape))
+    if bias is not None:
+        out = T.add(out, T.reshape(bias, shape))
+    return out
 
 
 # ----------------------------------------------------------------------------- 1-D forms
