@@ -233,3 +233,27 @@ def test_attention_block_compiles_to_eager_values():
     np.testing.assert_allclose([compiled(x).item() for _ in range(2)], eager, rtol=1e-5)
     for p, want in zip(opt.param_groups[0]["params"], after_eager):
         np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"stride": 2, "padding": 1, "output_padding": 1},
+                                    {"stride": (2, 3), "padding": (0, 1), "output_padding": (1, 2),
+                                     "dilation": (1, 2)},
+                                    {"groups": 2, "stride": 3, "output_padding": 2, "bias": False}], ids=str)
+def test_conv_transpose2d_matches_torch_and_compiles(kwargs):
+    tg.manual_seed(0)
+    ours, theirs = tg.nn.ConvTranspose2d(4, 6, (3, 2), **kwargs), torch.nn.ConvTranspose2d(4, 6, (3, 2), **kwargs)
+    assert repr(ours) == repr(theirs)
+    assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == \
+        {k: tuple(v.shape) for k, v in theirs.state_dict().items()}
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    x = RNG.standard_normal((2, 4, 5, 6)).astype(np.float32)
+    xt, tt = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    y, ty = ours(xt), theirs(tt)
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    y.square().sum().backward()
+    ty.square().sum().backward()
+    np.testing.assert_allclose(xt.grad.numpy(), tt.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
+    compiled = tg.compile(lambda v: ours(v).tanh(), backend="c", fullgraph=True)
+    np.testing.assert_allclose(compiled(tg.tensor(x)).detach().numpy(), ours(tg.tensor(x)).tanh().detach().numpy(),
+                               rtol=1e-5, atol=1e-5)

@@ -13,7 +13,7 @@ from . import functional, init, utils
 from .activation import ELU, GLU, Hardtanh, LeakyReLU, LogSigmoid, Mish, SiLU, Softplus, Softsign
 from .batchnorm import BatchNorm1d, BatchNorm2d, GroupNorm
 from .container import ModuleDict, ModuleList, ParameterList, Sequential
-from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
+from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, MaxPool1d, MaxPool2d
 from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, LogSoftmax,
                      ReLU, Sigmoid, Softmax, Tanh, Unflatten)
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
@@ -25,7 +25,6 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "ModuleDict", "ParameterList", "Linear", "Identity", "Flatten", "Unflatten", "ReLU",
            "Tanh", "Sigmoid", "GELU", "SiLU", "Softplus", "LeakyReLU", "ELU", "Mish", "Hardtanh",
            "LogSigmoid", "Softsign", "GLU", "Softmax", "LogSoftmax", "Dropout", "LayerNorm",
-           "BatchNorm1d", "BatchNorm2d", "GroupNorm", "Embedding", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
-           "AvgPool1d", "AvgPool2d", "MSELoss",
-           "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
-           "BCEWithLogitsLoss"]
+           "BatchNorm1d", "BatchNorm2d", "GroupNorm", "Embedding", "Conv1d", "Conv2d",
+           "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "MSELoss", "L1Loss",
+           "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss"]

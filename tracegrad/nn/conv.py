@@ -188,3 +188,45 @@ def _no_grad():
     from ..autograd.grad_mode import no_grad
 
     return no_grad()
+
+
+class ConvTranspose2d(Module):
+    """The transpose of Conv2d (a "deconvolution"), weight ``(C_in, C_out/groups, kH, kW)``."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        if in_channels % groups or out_channels % groups:
+            raise ValueError("in_channels and out_channels must be divisible by groups")
+        if padding_mode != "zeros":
+            raise ValueError(f"Only \"zeros\" padding mode is supported for ConvTranspose2d, got {padding_mode!r}")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size, self.stride = _pair(kernel_size, "kernel_size"), _pair(stride, "stride")
+        self.padding, self.dilation = _pair(padding, "padding"), _pair(dilation, "dilation")
+        self.output_padding, self.padding_mode = _pair(output_padding, "output_padding"), padding_mode
+        self.weight = Parameter(creation.empty(in_channels, out_channels // groups, *self.kernel_size,
+                                               dtype=dtype))
+        if bias:
+            self.bias = Parameter(creation.empty(out_channels, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            _uniform_bias(self.bias, self.weight)
+
+    def forward(self, input, output_size=None):
+        if output_size is not None:
+            raise NotImplementedError("ConvTranspose2d: output_size is not supported; pass output_padding")
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self.output_padding, self.groups, self.dilation)
+
+    def extra_repr(self):
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        for name, default in (("padding", (0, 0)), ("dilation", (1, 1)), ("output_padding", (0, 0))):
+            if getattr(self, name) != default:
+                s += f", {name}={getattr(self, name)}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s

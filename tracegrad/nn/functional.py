@@ -30,7 +30,7 @@ __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax"
            "one_hot", "silu", "leaky_relu", "softplus", "elu", "mish", "hardtanh", "logsigmoid",
            "softsign", "glu", "binary_cross_entropy", "smooth_l1_loss", "huber_loss", "normalize",
            "cosine_similarity", "batch_norm", "pad", "conv1d", "max_pool1d", "avg_pool1d",
-           "scaled_dot_product_attention", "group_norm"]
+           "scaled_dot_product_attention", "group_norm", "conv_transpose2d"]
 
 
 # ----------------------------------------------------------------------------- activations
@@ -563,6 +563,50 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     out = T.reshape(T.matmul(wmat, cols), (n, o, oh, ow))
     if bias is not None:
         out = T.add(out, T.reshape(bias, (o, 1, 1)))
+    return T.squeeze(out, 0) if unbatched else out
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """The transpose (gradient) of conv2d, weight ``(C_in, C_out/groups, kH, kW)``: each input
+    pixel's product with the weight (one product per group over the batch) summed into the
+    output by ``fold``. Output size ``(H - 1)*stride - 2*padding + dilation*(k - 1) +
+    output_padding + 1``.
+
+    >>> import tracegrad as tg
+    >>> import tracegrad.nn.functional as F
+    >>> F.conv_transpose2d(tg.ones(1, 1, 2, 2), tg.ones(1, 1, 2, 2), stride=2).shape
+    tracegrad.Size([1, 1, 4, 4])
+    """
+    x, unbatched = _batched(input, "conv_transpose2d")
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+    pads, out_pad = _pair(padding, "padding"), _pair(output_padding, "output_padding")
+    n, c_in, h, w = x.shape
+    wc_in, cg_out, kh, kw = weight.shape
+    if wc_in != c_in or c_in % groups:
+        raise RuntimeError(f"conv_transpose2d: weight of size {list(weight.shape)} expects {wc_in} input "
+                           f"channels (divisible by groups={groups}), got input of size {list(x.shape)}")
+    for op, s, d in zip(out_pad, stride, dilation):
+        if op >= max(s, d):
+            raise RuntimeError("output padding must be smaller than either stride or dilation, "
+                               f"but got output_padding={out_pad}, stride={stride}, dilation={dilation}")
+    sizes = [(i - 1) * s - 2 * p + d * (k - 1) + op + 1
+             for i, s, p, d, k, op in zip((h, w), stride, pads, dilation, (kh, kw), out_pad)]
+    kk, cg_in = kh * kw, c_in // groups
+    cols = T.matmul(T.transpose(T.reshape(weight, (groups, cg_in, cg_out * kk)), -2, -1),
+                    T.reshape(x, (n, groups, cg_in, h * w)))
+    cols = T.reshape(cols, (n, groups * cg_out * kk, h * w))
+    # the image rows/cols past the end that output_padding adds beyond the last window's
+    # reach (padding p - output_padding < 0) are zeros, padded on after the fold
+    short = [max(op - p, 0) for op, p in zip(out_pad, pads)]
+    out = N.FOLD2D(cols, output_size=(sizes[0] - short[0], sizes[1] - short[1]), kernel=(kh, kw),
+                   stride=stride, dilation=dilation,
+                   padding=((pads[0], pads[0] - out_pad[0] + short[0]),
+                            (pads[1], pads[1] - out_pad[1] + short[1])))
+    if any(short):
+        out = pad(out, (0, short[1], 0, short[0]))
+    if bias is not None:
+        out = T.add(out, T.reshape(bias, (groups * cg_out, 1, 1)))
     return T.squeeze(out, 0) if unbatched else out
 
 
