@@ -34,6 +34,6 @@ is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731
 from .compiler import compile, explain  # noqa: A004
 from .export import export  # noqa: E402  (tg.export: a standalone C library)
 from . import compiler
-from . import nn, optim
+from . import nn, optim, utils
 from .nn.functional import log_softmax, softmax  # tg.softmax(x, dim), as torch.softmax
 from .checkpoint import load, load_checkpoint, save, save_checkpoint

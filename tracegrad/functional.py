@@ -217,22 +217,28 @@ def hypot(input, other):
     return E.HYPOT(*_promoted(input, other, floating=True))
 
 
-def _float_mod(op, a, b):
+def _mod(op, a, b):
+    """``op`` (fmod or remainder) after promotion. Integers are computed in float64 and cast
+    back (exact below 2^53); a zero divisor raises ZeroDivisionError as in PyTorch (checked
+    eagerly: in a compiled program it is undefined)."""
     a, b = _promoted(a, b)
-    if not a.dtype.is_floating_point:
-        raise TypeError(f"tg.{op.name}: integer tensors are not supported (got {a.dtype.name}); "
-                        "use floating-point tensors")
-    return op(a, b)
+    if a.dtype.is_floating_point:
+        return op(a, b)
+    if a.dtype is _dt.bool_:
+        raise TypeError(f"tg.{op.name}: not implemented for bool tensors")
+    if not b._is_traced and not np.all(np.asarray(b._value)):
+        raise ZeroDivisionError(f"tg.{op.name}: integer division by zero")
+    return cast(op(cast(a, _dt.float64), cast(b, _dt.float64)), a.dtype)
 
 
 def fmod(input, other):
     """The remainder of ``input / other`` with the sign of ``input`` (C's fmod)."""
-    return _float_mod(E.FMOD, input, other)
+    return _mod(E.FMOD, input, other)
 
 
 def remainder(input, other):
     """The remainder of ``input / other`` with the sign of ``other`` (Python's ``%``)."""
-    return _float_mod(E.REMAINDER, input, other)
+    return _mod(E.REMAINDER, input, other)
 
 
 def square(x):
