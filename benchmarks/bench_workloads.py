@@ -84,26 +84,10 @@ def torch_step(name, compiled=False):
         def step():
             loss = (F.gelu(x * a + b, approximate="tanh") * torch.sigmoid(x)).sum()
             return torch.autograd.grad(loss, [x, a, b])
-    elif name == "cnn":
-        model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                              nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                              nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
-        opt = torch.optim.SGD(model.parameters(), lr=0.01)
-        xd = torch.tensor(rng.standard_normal((64, 1, 28, 28)).astype(np.float32))
-        yd = torch.tensor(rng.integers(0, 10, size=64).astype(np.int64))
-
-        def step():
-            opt.zero_grad()
-            loss = F.cross_entropy(model(xd), yd)
-            loss.backward()
-            opt.step()
-            return loss
     else:
-        if name in ("tiny", "custom"):
-            batch, feats = 32, 64
-        else:
-            batch, feats = 256, 784
-        xd = torch.tensor(rng.standard_normal((batch, feats)).astype(np.float32))
+        batch, sample = {"tiny": (32, (64,)), "custom": (32, (64,)), "medium": (256, (784,)),
+                         "cnn": (64, (1, 28, 28))}[name]
+        xd = torch.tensor(rng.standard_normal((batch,) + sample).astype(np.float32))
         yd = torch.tensor(rng.integers(0, 10, size=batch).astype(np.int64))
         if name == "tiny":
             model = nn.Sequential(nn.Linear(64, 128), nn.Tanh(), nn.Linear(128, 128), nn.Tanh(), nn.Linear(128, 10))
@@ -111,6 +95,11 @@ def torch_step(name, compiled=False):
         elif name == "medium":
             model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
             opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        elif name == "cnn":
+            model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                  nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                  nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+            opt = torch.optim.SGD(model.parameters(), lr=0.01)
         else:
             fc1, fc2 = nn.Linear(64, 128), nn.Linear(128, 10)
             scale = nn.Parameter(torch.ones(128))

@@ -30,10 +30,9 @@ def _mlp(sizes, act):
     return tg.nn.Sequential(*layers)
 
 
-def make_tiny(backend="c", batch=32):
-    model = _mlp([64, 128, 128, 10], tg.nn.Tanh)
-    opt = tg.optim.SGD(model.parameters(), lr=0.1)
-
+def _classifier_step(model, opt, backend):
+    """One training step of ``model`` with cross entropy and ``opt`` (compiled unless
+    ``backend`` is None); ``step.params`` are the model's parameters."""
     def step(x, y):
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
@@ -43,23 +42,18 @@ def make_tiny(backend="c", batch=32):
 
     step = tg.compile(step, backend=backend) if backend else step
     step.params = list(model.parameters())
-    return step, _data(batch, 64, 10)
+    return step
+
+
+def make_tiny(backend="c", batch=32):
+    model = _mlp([64, 128, 128, 10], tg.nn.Tanh)
+    return _classifier_step(model, tg.optim.SGD(model.parameters(), lr=0.1), backend), _data(batch, 64, 10)
 
 
 def make_medium(backend="c", batch=256):
     model = _mlp([784, 1024, 1024, 10], tg.nn.ReLU)
-    opt = tg.optim.Adam(model.parameters(), lr=1e-3)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    step = tg.compile(step, backend=backend) if backend else step
-    step.params = list(model.parameters())
-    return step, _data(batch, 784, 10)
+    return (_classifier_step(model, tg.optim.Adam(model.parameters(), lr=1e-3), backend),
+            _data(batch, 784, 10))
 
 
 def _gelu_tanh(v):
@@ -126,17 +120,7 @@ def make_cnn(backend="c", batch=64):
     model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
-    opt = tg.optim.SGD(model.parameters(), lr=0.01)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    step = tg.compile(step, backend=backend) if backend else step
-    step.params = list(model.parameters())
+    step = _classifier_step(model, tg.optim.SGD(model.parameters(), lr=0.01), backend)
     x, y = _data(batch, 28 * 28, 10)
     return step, (x.reshape(batch, 1, 28, 28), y)
 

@@ -56,12 +56,7 @@ class Adam(Optimizer):
     def _update_group(self, group):
         lr, eps, wd = self._lr(group), group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
-        for p in group["params"]:
-            g = p.grad
-            if g is None:
-                continue
-            if group["maximize"]:
-                g = -g
+        for p, g in self._gradients(group):
             st = self.state[p]
             step, exp_avg, exp_avg_sq = st["step"], st["exp_avg"], st["exp_avg_sq"]
             step.add_(1)

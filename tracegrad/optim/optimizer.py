@@ -153,6 +153,14 @@ class Optimizer:
         raise NotImplementedError
 
     @staticmethod
+    def _gradients(group):
+        """``(p, g)`` for each parameter of ``group`` that has a gradient, ``g`` negated
+        under ``maximize``."""
+        for p in group["params"]:
+            if p.grad is not None:
+                yield p, (-p.grad if group.get("maximize") else p.grad)
+
+    @staticmethod
     def _lr(group):
         """The learning rate to compute with: in a trace, the group's lr tensor (a program
         input, see _ParamGroup); eagerly, the number itself."""

@@ -43,12 +43,7 @@ class RMSprop(Optimizer):
 
     def _update_group(self, group):
         lr, alpha, eps = self._lr(group), group["alpha"], group["eps"]
-        for p in group["params"]:
-            g = p.grad
-            if g is None:
-                continue
-            if group["maximize"]:
-                g = -g
+        for p, g in self._gradients(group):
             st = self.state[p]
             st["step"].add_(1)
             if group["weight_decay"] != 0:
@@ -93,12 +88,7 @@ class Adagrad(Optimizer):
 
     def _update_group(self, group):
         lr, eps = self._lr(group), group["eps"]
-        for p in group["params"]:
-            g = p.grad
-            if g is None:
-                continue
-            if group["maximize"]:
-                g = -g
+        for p, g in self._gradients(group):
             st = self.state[p]
             step = st["step"]
             step.add_(1)

@@ -40,13 +40,8 @@ class SGD(Optimizer):
 
     def _update_group(self, group):
         lr, momentum, dampening = self._lr(group), group["momentum"], group["dampening"]
-        weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
-        for p in group["params"]:
-            g = p.grad
-            if g is None:
-                continue
-            if maximize:
-                g = -g
+        weight_decay, nesterov = group["weight_decay"], group["nesterov"]
+        for p, g in self._gradients(group):
             if weight_decay != 0:
                 g = g.add(p, alpha=weight_decay)
             if momentum != 0:
