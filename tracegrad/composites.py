@@ -233,11 +233,14 @@ def diagonal(x, offset=0, dim1=0, dim2=1):
     return F.index_select(flat, -1, tensor([start + i * (cols + 1) for i in range(n)], dtype=F._dt.int64))
 
 
+_diagonal = diagonal  # (diag's argument takes PyTorch's name, diagonal)
+
+
 def diag(x, diagonal=0):
     """A 1-D ``x`` on the ``diagonal`` of a square matrix (zeros elsewhere); a 2-D ``x``'s
     ``diagonal`` as a vector."""
     if x.ndim == 2:
-        return globals()["diagonal"](x, diagonal)
+        return _diagonal(x, diagonal)
     if x.ndim != 1:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {x.ndim}D")
     n = x.shape[0] + abs(diagonal)

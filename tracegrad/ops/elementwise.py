@@ -145,35 +145,26 @@ SIGMOID = unary("sigmoid", _sigmoid, save=("out",),
                 c="(1 / (1 + exp(-({0}))))")
 
 
-def _erf(x):
-    from scipy.special import erf as _scipy_erf  # noqa: PLC0415  (optional dependency)
+def _special(name):
+    """scipy.special's ``name`` (erf, erfc) where SciPy is installed, else math's per element."""
+    def impl(x):
+        try:
+            from scipy import special  # noqa: PLC0415  (optional dependency)
+        except ImportError:
+            return np.vectorize(getattr(math, name), otypes=[x.dtype])(x)
+        return getattr(special, name)(x).astype(x.dtype, copy=False)
 
-    return _scipy_erf(x)
-
-
-def _erf_np(x):
-    try:
-        return _erf(x).astype(x.dtype, copy=False)
-    except ImportError:
-        return np.vectorize(math.erf, otypes=[x.dtype])(x)
+    impl.__name__ = name
+    return impl
 
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-ERF = unary("erf", _erf_np,
+ERF = unary("erf", _special("erf"),
             vjp=lambda ctx, g: (g * _TWO_OVER_SQRT_PI * (-(ctx.input(0) * ctx.input(0))).exp(),),
             jvp=lambda ctx, t: t * _TWO_OVER_SQRT_PI * (-(ctx.input(0) * ctx.input(0))).exp(),
             c="erf({0})")
-def _erfc_np(x):
-    try:
-        from scipy.special import erfc  # noqa: PLC0415  (optional dependency)
-
-        return erfc(x).astype(x.dtype, copy=False)
-    except ImportError:
-        return np.vectorize(math.erfc, otypes=[x.dtype])(x)
-
-
 # erfc(x) keeps its precision where 1 - erf(x) rounds to 0 (x > 4 in float32)
-ERFC = unary("erfc", _erfc_np,
+ERFC = unary("erfc", _special("erfc"),
              vjp=lambda ctx, g: (-g * _TWO_OVER_SQRT_PI * (-(ctx.input(0) * ctx.input(0))).exp(),),
              jvp=lambda ctx, t: -t * _TWO_OVER_SQRT_PI * (-(ctx.input(0) * ctx.input(0))).exp(),
              c="erfc({0})")
@@ -186,15 +177,17 @@ RELU = unary("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False), sav
 LOGICAL_NOT = defop("logical_not", infer=lambda x: (tuple(x.shape), _dt.bool_),
                     impl=np.logical_not, c="(!{0})", kind="elementwise", differentiable=False,
                     sample=lambda: [(("bool",), {})])
-FLOOR = unary("floor", np.floor, save=(), float_only=False, vjp=lambda ctx, g: (g * 0,),
-              jvp=lambda ctx, t: t * 0, c="floor({0})")
-CEIL = unary("ceil", np.ceil, save=(), float_only=False, vjp=lambda ctx, g: (g * 0,),
-             jvp=lambda ctx, t: t * 0, c="ceil({0})")
-TRUNC = unary("trunc", np.trunc, save=(), float_only=False, vjp=lambda ctx, g: (g * 0,),
-              jvp=lambda ctx, t: t * 0, c="trunc({0})")
+def _rounding(name, fn, c):
+    """A piecewise-constant op: its gradient is 0 (PyTorch's convention at the jumps too)."""
+    return unary(name, fn, save=(), float_only=False, vjp=lambda ctx, g: (g * 0,),
+                 jvp=lambda ctx, t: t * 0, c=c)
+
+
+FLOOR = _rounding("floor", np.floor, "floor({0})")
+CEIL = _rounding("ceil", np.ceil, "ceil({0})")
+TRUNC = _rounding("trunc", np.trunc, "trunc({0})")
 # half to even, as torch.round and np.round; C's rint rounds so in the default rounding mode
-ROUND = unary("round", np.round, save=(), float_only=False, vjp=lambda ctx, g: (g * 0,),
-              jvp=lambda ctx, t: t * 0, c="rint({0})")
+ROUND = _rounding("round", np.round, "rint({0})")
 
 
 # ----------------------------------------------------------------------------- binary
