@@ -481,6 +481,33 @@ def test_openmp_loops_match_interpreter():
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-3)
 
 
+OPENMP_EXIT_SCRIPT = r"""
+import numpy as np, tracegrad as tg
+f = tg.compile(lambda x: (x * 0.5).tanh().sum(), backend="c", options={"openmp": True})
+x = tg.tensor(np.ones((64, 1024), np.float32))
+for _ in range(3):
+    f(x)
+assert "omp parallel" in f.programs[0].source
+del f  # the program's library unloaded before the interpreter exits: its runtime must stay
+import gc; gc.collect()
+print("ok")
+"""
+
+
+def test_openmp_threads_spinning_at_exit_do_not_crash(tmp_path):
+    """Under OMP_WAIT_POLICY=active the OpenMP threads spin in their runtime between parallel
+    loops; when cffi unloaded the last program that brought the runtime in, the process died
+    with SIGSEGV (status 139) at exit. backends/c._pin_openmp_runtime keeps it mapped."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, OMP_WAIT_POLICY="active", TRACEGRAD_CACHE_DIR=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", OPENMP_EXIT_SCRIPT], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
+
+
 @pytest.mark.parametrize("case", ["select", "bool_to_float", "max_reduction"])
 def test_elementwise_loops_vectorize_without_avx512(case, tmp_path):
     """Elementwise loops must vectorize with the toolchain's flags also on an AVX2-only CPU

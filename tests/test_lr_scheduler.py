@@ -87,6 +87,10 @@ def test_changing_other_options_still_retraces():
     opt.param_groups[0]["lr"] = 0.05
     step()
     assert len(step.programs) == 1
+    # the group's other options are one guard (guards run on every call), named in the reason
+    option_guards = [g for g in step.programs[0].capture.state_guards if "options" in str(g[1])]
+    assert len(option_guards) == 1 and "momentum" in option_guards[0][1]
     opt.param_groups[0]["momentum"] = 0.9
+    assert "momentum" in step.programs[0].mismatch([], True) and "0.9" in step.programs[0].mismatch([], True)
     step()
     assert len(step.programs) == 2

@@ -95,6 +95,28 @@ def generate_cffi_module(directory):
     return builder.compile(tmpdir=str(directory))
 
 
+OPENMP_RUNTIMES = ("libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so", "libomp.dylib")
+_pinned_openmp = []
+
+
+def _pin_openmp_runtime():
+    """Keep the OpenMP runtime a program brought in mapped until the process ends. cffi unloads
+    a program's library when its handle is collected (at the latest at interpreter exit), and
+    with the last one the runtime; its threads, still spinning in it under
+    ``OMP_WAIT_POLICY=active``, then crash the process (exit status 139). A ctypes handle is
+    never closed: taken once on the runtime already loaded (RTLD_NOLOAD), it pins it."""
+    if _pinned_openmp:
+        return
+    import ctypes
+
+    for name in OPENMP_RUNTIMES:
+        try:
+            _pinned_openmp.append(ctypes.CDLL(name, mode=getattr(os, "RTLD_NOLOAD", 0) | os.RTLD_NOW))
+            return
+        except OSError:
+            continue
+
+
 def _ffi_instance():
     global _ffi
     if _ffi is None:
@@ -242,6 +264,8 @@ class CExecutable:
         self.cache_hit = cache_hit
         self.source = meta["source"]
         self._lib = ffi.dlopen(so_path)
+        if options.get("openmp"):
+            _pin_openmp_runtime()
         b = (blas() if options.get("blas", True) else None) or NO_BLAS
         self.blas = b.description
         ptr = lambda address: ffi.cast("void *", address or 0)  # noqa: E731
