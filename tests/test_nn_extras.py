@@ -32,6 +32,12 @@ FUNCTIONAL = {
     "cosine_similarity": (lambda F, x, y: F.cosine_similarity(x, y + x), [X, Y01]),
     "pad": (lambda F, x: F.pad(x, (1, 2)), [X]),
     "pad-crop-value": (lambda F, x: F.pad(x.reshape(2, 2, 6), (-1, 1, 2, 0), value=0.5), [X]),
+    "pad-reflect": (lambda F, x: F.pad(x.reshape(1, 4, 6), (5, 2), mode="reflect"), [X]),
+    "pad-reflect-2d": (lambda F, x: F.pad(x.reshape(1, 1, 4, 6), (2, -1, 3, 1), mode="reflect"), [X]),
+    "pad-replicate-2d": (lambda F, x: F.pad(x.reshape(2, 2, 6), (7, 1, 0, 3), mode="replicate"), [X]),
+    "pad-replicate-3d": (lambda F, x: F.pad(x.reshape(1, 2, 2, 6), (1, 1, 1, 0, 2, 2), mode="replicate"), [X]),
+    "pad-circular": (lambda F, x: F.pad(x.reshape(1, 4, 6), (-2, 4), mode="circular"), [X]),
+    "pad-circular-2d": (lambda F, x: F.pad(x.reshape(1, 1, 4, 6), (6, 0, 1, 3), mode="circular"), [X]),
     "attention": (lambda F, q, k: F.scaled_dot_product_attention(q, k, k * 2), [X.reshape(2, 3, 4), Y01.reshape(2, 3, 4)]),
     "attention-causal-scale": (lambda F, q, k: F.scaled_dot_product_attention(q, k, k, is_causal=True, scale=0.7),
                                [X.reshape(2, 3, 4), Y01.reshape(2, 3, 4)]),
@@ -39,6 +45,9 @@ FUNCTIONAL = {
                             [X.reshape(2, 3, 4), Y01.reshape(2, 3, 4) + np.eye(3, 4)]),
     "attention-float-mask": (lambda F, q, k: F.scaled_dot_product_attention(q, k, k, attn_mask=k[1, :, :3]),
                              [X.reshape(2, 3, 4), Y01.reshape(2, 3, 4)]),
+    "attention-gqa": (lambda F, q, k: F.scaled_dot_product_attention(q.reshape(1, 4, 2, 3), k[:2].reshape(1, 2, 2, 3),
+                                                                      k[2:].reshape(1, 2, 2, 3), enable_gqa=True),
+                      [X[:, :6], Y01[:, :6]]),
     "group_norm": (lambda F, x, y: F.group_norm(x.reshape(2, 4, 3), 2, y[0, :4], y[1, :4]), [X, Y01]),
     "batch_norm-train": (lambda F, x: F.batch_norm(x, None, None, training=True), [X]),
     "batch_norm-eval": (lambda F, x, y: F.batch_norm(x, y[0], y[1].abs() + 0.5, y[2], y[3]), [X, Y01]),
@@ -157,8 +166,23 @@ def test_bad_arguments_are_named():
         tg.nn.BatchNorm2d(3)(tg.ones(2, 3))
     with pytest.raises(ValueError, match="expected 3 channels"):
         tg.nn.BatchNorm1d(3)(tg.ones(2, 4))
-    with pytest.raises(NotImplementedError, match="only 'constant'"):
-        tg.nn.functional.pad(tg.ones(2, 2), (1, 1), mode="reflect")
+    with pytest.raises(NotImplementedError, match="unknown mode 'mirror'"):
+        tg.nn.functional.pad(tg.ones(2, 2), (1, 1), mode="mirror")
+    with pytest.raises(ValueError, match="doesn't take in value"):
+        tg.nn.functional.pad(tg.ones(2, 2), (1, 1), mode="reflect", value=1.0)
+    with pytest.raises(RuntimeError, match="should be less than the corresponding input dimension"):
+        tg.nn.functional.pad(tg.ones(2, 2), (2, 0), mode="reflect")
+    with pytest.raises(RuntimeError, match="wrapping around more than once"):
+        tg.nn.functional.pad(tg.ones(1, 2, 3), (-1, 3), mode="circular")
+    with pytest.raises(NotImplementedError, match="last 1 to 3 dims"):
+        tg.nn.functional.pad(tg.ones(3), (1, 1), mode="replicate")
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        tg.nn.Conv2d(1, 1, 3, padding_mode="mirror")
+    with pytest.raises(ValueError, match="padding must be an int or 4 ints"):
+        tg.nn.ReflectionPad2d((1, 2))
+    with pytest.raises(RuntimeError, match="multiple of key heads"):
+        tg.nn.functional.scaled_dot_product_attention(tg.ones(1, 3, 2, 4), tg.ones(1, 2, 2, 4),
+                                                      tg.ones(1, 2, 2, 4), enable_gqa=True)
     with pytest.raises(TypeError, match="unexpected keyword argument 'slope'"):
         tg.nn.LeakyReLU(slope=0.1)
 
@@ -257,3 +281,70 @@ def test_conv_transpose2d_matches_torch_and_compiles(kwargs):
     compiled = tg.compile(lambda v: ours(v).tanh(), backend="c", fullgraph=True)
     np.testing.assert_allclose(compiled(tg.tensor(x)).detach().numpy(), ours(tg.tensor(x)).tanh().detach().numpy(),
                                rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name, padding, shape", [
+    ("ZeroPad2d", (1, 0, 2, 1), (2, 3, 4)), ("ConstantPad1d", 2, (2, 3, 4)),
+    ("ConstantPad3d", (1, 0, 0, 1, 1, 1), (1, 2, 3, 4)), ("ReflectionPad1d", (3, 1), (2, 3, 4)),
+    ("ReflectionPad2d", 1, (1, 2, 3, 4)), ("ReplicationPad2d", (0, 5, 1, 2), (2, 3, 4)),
+    ("ReplicationPad3d", 1, (1, 2, 3, 4)), ("CircularPad1d", (3, -1), (2, 3, 4)),
+    ("CircularPad2d", (1, 2, 3, 0), (1, 2, 3, 4))])
+def test_padding_modules_match_torch(name, padding, shape):
+    args = (padding, 3.5) if name.startswith("Constant") else (padding,)
+    ours, theirs = getattr(tg.nn, name)(*args), getattr(torch.nn, name)(*args)
+    assert repr(ours) == repr(theirs)
+    x = RNG.standard_normal(shape)
+    xo, xt = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    yo, yt = ours(xo), theirs(xt)
+    np.testing.assert_array_equal(yo.detach().numpy(), yt.detach().numpy())
+    cot = RNG.standard_normal(tuple(yt.shape))
+    yo.backward(tg.tensor(cot))
+    yt.backward(torch.tensor(cot))
+    np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("conv, kwargs", [("Conv2d", {"padding": (1, 2)}), ("Conv2d", {"padding": "same", "kernel_size": 4}),
+                                          ("Conv1d", {"padding": 2, "stride": 2}), ("Conv1d", {"padding": "same", "dilation": 2})],
+                         ids=str)
+def test_conv_padding_modes_match_torch_and_compile(mode, conv, kwargs):
+    kwargs = dict({"kernel_size": 3}, **kwargs)
+    tg.manual_seed(0)
+    ours = getattr(tg.nn, conv)(2, 3, padding_mode=mode, **kwargs)
+    theirs = getattr(torch.nn, conv)(2, 3, padding_mode=mode, **kwargs)
+    assert repr(ours) == repr(theirs)
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    x = RNG.standard_normal((2, 2, 6, 7)[:4 if conv == "Conv2d" else 3]).astype(np.float32)
+    xo, xt = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    yo, yt = ours(xo), theirs(xt)
+    np.testing.assert_allclose(yo.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-5)
+    yo.square().sum().backward()
+    yt.square().sum().backward()
+    np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
+    grad_x = lambda x: tg.autograd.grad(ours(x).square().sum(), x)[0]  # noqa: E731
+    compiled = tg.compile(grad_x, backend="c", fullgraph=True)
+    np.testing.assert_allclose(compiled(xo).numpy(), grad_x(xo).numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_attention_dropout_zeroes_weights_as_dropout_does():
+    """dropout_p drops attention weights (torch applies it whatever the module's mode): the
+    same seed gives ``dropout(softmax(scores)) @ v``, eagerly and compiled."""
+    F = tg.nn.functional
+    q, k, v = (tg.tensor(RNG.standard_normal((2, 5, 4)).astype(np.float32)) for _ in range(3))
+
+    def by_hand(q, k, v):
+        return F.dropout(F.softmax(q @ k.transpose(-2, -1) / 2.0, -1), 0.4) @ v
+
+    def sdpa(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=0.4)
+
+    tg.manual_seed(3)
+    want = by_hand(q, k, v).numpy()
+    tg.manual_seed(3)
+    got = sdpa(q, k, v).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert not np.allclose(got, F.scaled_dot_product_attention(q, k, v).numpy())
+    compiled = tg.compile(sdpa, backend="c", fullgraph=True)
+    tg.manual_seed(3)
+    np.testing.assert_allclose(compiled(q, k, v).numpy(), want, rtol=1e-5, atol=1e-6)

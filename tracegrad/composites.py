@@ -290,20 +290,56 @@ def diff(x, n=1, dim=-1):
     return x
 
 
-def repeat_interleave(x, repeats, dim=None):
-    """Each element (slice along ``dim``) ``repeats`` times in a row; an int ``repeats`` only."""
-    if isinstance(repeats, Tensor):
-        if repeats.numel() != 1:
-            raise NotImplementedError("repeat_interleave: a tensor of per-element repeats is not "
-                                      "supported (its output shape depends on the data); pass an int")
-        repeats = int(repeats.item())
+def repeat_interleave(x, repeats=None, dim=None, *, output_size=None):
+    """Each element (slice along ``dim``, of the flattened ``x`` without one) ``repeats`` times
+    in a row: an int, or a 1-d tensor of per-element counts (its values decide the output's
+    shape: a compiled function breaks its graph here, as PyTorch's does). With ``x`` alone, a
+    1-d count tensor: the indices ``arange(len(x))`` repeated by it.
+
+    >>> import tracegrad as tg
+    >>> tg.repeat_interleave(tg.tensor([[1, 2], [3, 4]]), tg.tensor([1, 2]), dim=0)
+    tensor([[1, 2],
+            [3, 4],
+            [3, 4]])
+    """
+    if repeats is None:
+        counts = _repeat_counts(x, None)
+        return tensor(np.repeat(np.arange(len(counts)), counts))
     if dim is None:
         x, d = F.flatten(x), 0
     else:
         d = wrap_dim(dim, x.ndim)
     shape = tuple(x.shape)
+    if isinstance(repeats, Tensor) and repeats.numel() == 1 and repeats.ndim <= 1:
+        repeats = int(repeats.item())
+    if isinstance(repeats, Tensor):
+        counts = _repeat_counts(repeats, shape[d], d)
+        index = np.repeat(np.arange(shape[d]), counts)
+        if output_size is not None and output_size != len(index):
+            raise RuntimeError(f"repeat_interleave: output_size={output_size} but the repeats add up "
+                               f"to {len(index)}")
+        from .ops import index as I
+
+        return I.index_select(x, d, tensor(index))
+    if repeats < 0:
+        raise RuntimeError("repeats can not be negative")
     wide = F.expand(F.unsqueeze(x, d + 1), shape[:d + 1] + (repeats,) + shape[d + 1:])
     return F.reshape(wide, shape[:d] + (shape[d] * repeats,) + shape[d + 1:])
+
+
+def _repeat_counts(repeats, size, dim=0):
+    """The per-element counts of a 1-d integer tensor, checked (``size``: the length they
+    must have along ``dim``, or None)."""
+    if repeats.ndim != 1 or repeats.dtype.category != 1:  # (an integer dtype)
+        raise RuntimeError(f"repeat_interleave only accepts a 1-d integer tensor of repeats, got a "
+                           f"{repeats.ndim}-d {repeats.dtype} tensor")
+    counts = np.asarray(repeats.tolist(), dtype=np.int64)
+    if size is not None and len(counts) != size:
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {len(counts)} and input.size({dim}) = {size}")
+    if (counts < 0).any():
+        raise RuntimeError("repeats can not be negative")
+    return counts
 
 
 def cross(input, other, dim=None):

@@ -19,6 +19,10 @@ from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Lin
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
                    SmoothL1Loss)
 from .module import Module
+from .padding import (PADDING_MODULES, CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d,
+                      ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
+                      ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
+                      ZeroPad3d)
 from .parameter import Parameter
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "ModuleList",
@@ -27,4 +31,5 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "LogSigmoid", "Softsign", "GLU", "Softmax", "LogSoftmax", "Dropout", "LayerNorm",
            "BatchNorm1d", "BatchNorm2d", "GroupNorm", "Embedding", "Conv1d", "Conv2d",
            "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "MSELoss", "L1Loss",
-           "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss"]
+           "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
+           *PADDING_MODULES]

@@ -32,6 +32,10 @@ def _pair(v, name):
     return v
 
 
+# Conv's padding_mode: F.pad's mode for it
+PADDING_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "replicate", "circular": "circular"}
+
+
 class Conv2d(Module):
     """2-D convolution over ``(N, C_in, H, W)`` with weight ``(C_out, C_in/groups, kH, kW)``."""
 
@@ -55,8 +59,9 @@ class Conv2d(Module):
             self.padding = padding
         else:
             self.padding = _pair(padding, "padding")
-        if padding_mode != "zeros":
-            raise ValueError(f"Conv2d: only padding_mode='zeros' is supported, got {padding_mode!r}")
+        if padding_mode not in PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {list(PADDING_MODES)}, but got "
+                             f"padding_mode={padding_mode!r}")
         self.padding_mode = padding_mode
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.weight = Parameter(creation.empty(out_channels, in_channels // groups, *self.kernel_size,
@@ -73,8 +78,25 @@ class Conv2d(Module):
             _uniform_bias(self.bias, self.weight)
 
     def forward(self, input):
-        return F.conv2d(input, self.weight, self.bias, stride=self.stride, padding=self.padding,
+        input, padding = self._mode_padded(input)
+        return F.conv2d(input, self.weight, self.bias, stride=self.stride, padding=padding,
                         dilation=self.dilation, groups=self.groups)
+
+    def _mode_padded(self, input):
+        """(input, the convolution's padding): for a ``padding_mode`` other than zeros the input
+        is padded by ``F.pad`` in that mode first, as PyTorch's Conv does ('same' puts the odd
+        element on the right)."""
+        if self.padding_mode == "zeros":
+            return input, self.padding
+        if self.padding == "valid":
+            sides = [(0, 0)] * len(self.kernel_size)
+        elif self.padding == "same":
+            totals = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+            sides = [(t // 2, t - t // 2) for t in totals]
+        else:
+            sides = [(p, p) for p in self.padding]
+        flat = [n for side in reversed(sides) for n in side]  # F.pad: the last dim first
+        return F.pad(input, flat, mode=PADDING_MODES[self.padding_mode]), 0
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
@@ -86,6 +108,8 @@ class Conv2d(Module):
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
 
 
@@ -153,7 +177,8 @@ class Conv1d(Conv2d):
             self.padding = self.padding[1:]
 
     def forward(self, input):
-        return F.conv1d(input, self.weight, self.bias, stride=self.stride, padding=self.padding,
+        input, padding = self._mode_padded(input)
+        return F.conv1d(input, self.weight, self.bias, stride=self.stride, padding=padding,
                         dilation=self.dilation, groups=self.groups)
 
     def extra_repr(self):

@@ -403,13 +403,64 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def pad(input, pad, mode="constant", value=None):
-    """Constant padding of the last dims: ``pad`` is (left, right[, top, bottom, ...]) pairs,
-    last dim first, as in PyTorch; negative sizes crop. Other modes raise NotImplementedError."""
-    if mode != "constant":
-        raise NotImplementedError(f"F.pad: mode={mode!r} is not supported yet; only 'constant'")
+    """Pad the last dims: ``pad`` is (left, right[, top, bottom, ...]) pairs, last dim first,
+    as in PyTorch; negative sizes crop. ``mode``: ``"constant"`` (``value``, default 0),
+    ``"reflect"`` (mirrored about the edge, the edge once), ``"replicate"`` (the edge
+    repeated) or ``"circular"`` (wrapped around); the last three pad the last 1 to 3 dims of
+    an input with 1 or 2 more dims than that.
+
+    >>> import tracegrad as tg
+    >>> import tracegrad.nn.functional as F
+    >>> F.pad(tg.tensor([[1., 2., 3.]]), (2, 1), mode="reflect")
+    tensor([[3., 2., 1., 2., 3., 2.]])
+    """
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ValueError(f"Padding length must be divisible by 2 and at most twice the number of "
                          f"dims ({input.ndim}), got {len(pad)}")
+    if mode == "constant":
+        return _pad_constant(input, pad, value)
+    if mode not in _PAD_INDEX:
+        raise NotImplementedError(f"F.pad: unknown mode {mode!r}; expected 'constant', 'reflect', "
+                                  "'replicate' or 'circular'")
+    if value is not None and value != 0:
+        raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    dims = len(pad) // 2
+    if not 1 <= dims <= 3 or input.ndim not in (dims + 1, dims + 2):
+        raise NotImplementedError(f"F.pad: mode {mode!r} pads the last 1 to 3 dims of an input with 1 "
+                                  f"or 2 more dims (torch's rule); got {len(pad)} pad sizes for a "
+                                  f"{input.ndim}-d input")
+    out = input
+    for k in range(dims):
+        d = input.ndim - 1 - k
+        lo, hi, size = int(pad[2 * k]), int(pad[2 * k + 1]), input.shape[d]
+        if (lo, hi) != (0, 0):
+            where = np.arange(-lo, size + hi)  # positions in the unpadded dim, outside it too
+            out = I.index_select(out, d, T.to_tensor(_PAD_INDEX[mode](where, size, lo, hi, d)))
+    return out
+
+
+def _reflect_index(i, n, lo, hi, d):
+    if max(lo, hi) >= n:
+        raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input "
+                           f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of size {n}")
+    i = np.abs(i)  # mirrored about the first element, then about the last
+    return np.where(i >= n, 2 * (n - 1) - i, i)
+
+
+def _circular_index(i, n, lo, hi, d):
+    start, kept = max(-lo, 0), n - max(-lo, 0) - max(-hi, 0)  # wraps what a negative size leaves
+    if max(lo, hi) > kept:
+        raise RuntimeError(f"Padding value causes wrapping around more than once: padding ({lo}, {hi}) "
+                           f"at dimension {d} of size {n}")
+    return start + (i - start) % kept
+
+
+# the unpadded positions each padded position reads, per mode
+_PAD_INDEX = {"reflect": _reflect_index, "circular": _circular_index,
+              "replicate": lambda i, n, lo, hi, d: np.clip(i, 0, n - 1)}
+
+
+def _pad_constant(input, pad, value):
     out = input
     for k in range(len(pad) // 2):
         d = input.ndim - 1 - k
@@ -713,13 +764,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """``softmax(q @ k^T * scale + mask) @ v`` over ``(..., L, E)`` queries and ``(..., S, E)``
     keys, as ``torch.nn.functional.scaled_dot_product_attention``: a bool ``attn_mask`` keeps
     the True positions, a float one is added; ``is_causal`` keeps the lower triangle;
-    ``scale`` defaults to ``1 / sqrt(E)``. ``dropout_p`` must be 0 (dropout here needs a seed:
-    apply ``F.dropout`` to the weights yourself)."""
-    if dropout_p:
-        raise NotImplementedError("scaled_dot_product_attention: dropout_p > 0 is not supported; "
-                                  "compute the attention weights and apply F.dropout to them")
+    ``scale`` defaults to ``1 / sqrt(E)``; ``dropout_p`` zeroes attention weights (always, as
+    PyTorch's: pass 0 in eval); ``enable_gqa`` shares each key/value head among
+    ``(..., Hq, L, E) / (..., Hk, S, E)`` query heads."""
     if enable_gqa:
-        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported")
+        hq, hk = query.shape[-3], key.shape[-3]
+        if hq % hk or value.shape[-3] != hk:
+            raise RuntimeError(f"scaled_dot_product_attention: enable_gqa needs query heads ({hq}) a "
+                               f"multiple of key heads ({hk}) and as many value heads "
+                               f"({value.shape[-3]}) as key heads")
+        from ..composites import repeat_interleave
+
+        key, value = (repeat_interleave(t, hq // hk, dim=-3) for t in (key, value))
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
                            "is_causal=True")
@@ -734,7 +790,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             scores = T.where(attn_mask, scores, float("-inf"))
         else:
             scores = T.add(scores, attn_mask)
-    return T.matmul(softmax(scores, -1), value)
+    return T.matmul(dropout(softmax(scores, -1), dropout_p), value)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
