@@ -604,3 +604,50 @@ def test_backend_names_are_checked_when_compiling():
         tg.compile(lambda x: x + 1, backend="cuda")
     with pytest.raises(ValueError, match="unknown backend 'gpu'; expected one of c, interpreter"):
         tg.compile(lambda x: x + 1, backend="gpu")
+
+
+def test_the_first_programs_fast_call_defers_to_the_general_path(monkeypatch, caplog):
+    """After the first hit, calls of programs[0] take CompiledFunction's short path
+    (compiler._first_program_hit). Everything that makes the general path decide otherwise must
+    still do so: grad mode, custom saved-tensor hooks, anomaly mode, a dual tensor, logging,
+    another program matching, and eager mode after a graph break."""
+    import tracegrad.autograd.forward_ad as fwAD
+
+    def f(x, flag):
+        if not flag:
+            x.tolist()  # a graph break, once flag is False
+        return (x.sin() * x).sum()
+
+    cf = tg.compile(f, backend="c")
+    x = tg.tensor([0.5, 1.0], requires_grad=True)
+    for _ in range(3):
+        cf(x, True).backward()
+    assert cf._hit and cf.programs[0].calls == 3
+    program = cf.programs[0]
+    with tg.no_grad():  # grad mode is guarded: a second program
+        cf(x, True)
+    assert len(cf.programs) == 2
+    cf(x, True)
+    with tg.no_grad():
+        cf(x, True)  # program 2 through the general path
+    assert (program.calls, cf.programs[1].calls) == (4, 2)
+    seen = []
+    with pytest.warns(RuntimeWarning, match="saved_tensors_hooks are active"):
+        with tg.autograd.graph.saved_tensors_hooks(lambda t: seen.append(1) or t, lambda t: t):
+            cf(x, True)
+    assert seen and program.calls == 4
+    with pytest.warns(RuntimeWarning, match="anomaly detection"):
+        with tg.autograd.detect_anomaly():
+            cf(x, True)
+    assert program.calls == 4
+    with fwAD.dual_level(), pytest.warns(RuntimeWarning, match="forward-AD dual tensor"):
+        cf(fwAD.make_dual(tg.tensor([0.5, 1.0]), tg.ones(2)), True)
+    monkeypatch.setenv("TRACEGRAD_LOG", "cache")
+    with caplog.at_level(logging.INFO, logger="tracegrad"):
+        cf(x, True)
+    assert "hit, program 1 of 2" in caplog.text and program.calls == 5
+    monkeypatch.delenv("TRACEGRAD_LOG")
+    with pytest.warns(RuntimeWarning, match="graph break"):
+        cf(x, False)
+    cf(x, True)  # eager from now on, as the general path decides after a graph break
+    assert program.calls == 5
