@@ -7,7 +7,7 @@ from . import composites as C
 from . import functional as F
 from . import indexing
 from .autograd import forward_ad, grad_mode
-from .tensor import Tensor
+from .tensor import Tensor, VersionCounter
 from .views import _history_alias, assign
 
 
@@ -127,16 +127,12 @@ def _inplace_source(self, *others):
 def _inplace_operand(self, *others):
     """The operand to compute from: a private copy when autograd records the op, so that the
     node saves the pre-update value (PyTorch's original_self) while ``self`` changes."""
-    from .tensor import Tensor as T
-
     records = grad_mode.is_grad_enabled() and (
-        self.requires_grad or any(isinstance(o, T) and o.requires_grad for o in others))
+        self.requires_grad or any(isinstance(o, Tensor) and o.requires_grad for o in others))
     if not records or self._is_traced:
         return _history_alias(self) if records else self.detach()
     alias = _history_alias(self)
     alias._value = alias._value.copy()
-    from .tensor import VersionCounter
-
     alias._vc = VersionCounter()
     return alias
 

@@ -21,6 +21,7 @@ from .ops import reduce as R
 from .ops.shapes import normalize_dims, numel, wrap_dim
 from .creation import _wrap
 from .tensor import Tensor
+from . import views  # (imports this module back: names are looked up at call time)
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -396,9 +397,7 @@ def _infer_minus_one(shape, total):
 
 
 def _view_of(out, src, view_fn, inv_fn):
-    from .views import make_view
-
-    return make_view(out, src, view_fn, inv_fn)
+    return views.make_view(out, src, view_fn, inv_fn)
 
 
 def reshape(x, *shape):
@@ -407,7 +406,7 @@ def reshape(x, *shape):
         return _alias(x)
     old = tuple(x.shape)
     out = M.RESHAPE(x, shape=shape)
-    if x._is_traced or np.shares_memory(out._value, x._value):
+    if x._is_traced or np.may_share_memory(out._value, x._value):  # (exact for a reshape)
         _view_of(out, x, lambda b: reshape(b, shape), lambda r: reshape(r, old))
     return out
 

@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import creation
 from . import dtypes as _dt
+from . import functional as F
 from .ops import index as I
+from .ops import movement as M
 from .ops.shapes import broadcast_shapes, numel
 from .tensor import Tensor
+from .views import assign, make_view
 
 
 def _is_advanced(ix):
@@ -59,9 +63,6 @@ def _expand_ellipsis(index, ndim):
 
 def basic_getitem(x, index):
     """Ints, slices, None and Ellipsis: a slice primitive then a reshape; always a view."""
-    from . import functional as F
-    from .ops import movement as M
-    from .views import make_view
 
     index = _expand_ellipsis(_normalize_index(index), x.ndim)
     spec, out_shape, dim = [], [], 0
@@ -106,8 +107,6 @@ def getitem(x, index):
 
 
 def setitem(x, index, value):
-    from . import functional as F
-    from .views import assign
 
     idx = _normalize_index(index)
     if any(_is_advanced(ix) for ix in idx):
@@ -135,7 +134,6 @@ def _is_bool_scalar(ix):
 
 def _entry_tensor(ix):
     """An index entry as a Tensor (lists and ndarrays converted), or None for basic entries."""
-    from . import functional as F
 
     if isinstance(ix, Tensor):
         return ix
@@ -159,7 +157,6 @@ def _split_index(x, index):
     slices where advanced entries are), ``adv`` a list of ``(dim of y, int64 tensor)``.
     Like PyTorch, ints are basic indices (applied first), and a boolean mask over k dims
     becomes k integer index tensors."""
-    from . import creation
 
     tensors = [_entry_tensor(ix) for ix in index]
     if sum(1 for ix in index if ix is Ellipsis) > 1:
@@ -231,7 +228,6 @@ def _check_adv_bounds(y, adv):
 def _flatten_advanced(y, adv):
     """Move the advanced dims of ``y`` to the front and merge them into one dim; return the
     merged tensor, the linear index (shape B) and the permutation used."""
-    from . import functional as F
 
     dims = [d for d, _ in adv]
     rest = [d for d in range(y.ndim) if d not in dims]
@@ -256,7 +252,6 @@ def _adjacent(adv):
 def _place(out, nb, first, adjacent):
     """``out`` has the broadcast index dims (``nb`` of them) first; move them to ``first`` when the
     advanced indices were adjacent (NumPy/PyTorch placement)."""
-    from . import functional as F
 
     if not adjacent or first == 0:
         return out
@@ -280,8 +275,6 @@ def advanced_getitem(x, index):
 
 def advanced_setitem(x, index, value):
     """``x[index] = value`` in place (version bump and autograd rebase via views.assign)."""
-    from . import functional as F
-    from .views import assign
 
     y, adv = _split_index(x, index)
     bshape = _broadcast_indices(adv)
@@ -319,7 +312,6 @@ def _place_shape(bshape, rest_shape, first, adjacent):
 
 
 def _broadcast_value(value, target):
-    from . import functional as F
 
     target = tuple(target)
     if tuple(value.shape) == target:

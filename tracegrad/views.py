@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import creation
 from . import dtypes as _dt
-from .autograd import grad_mode
+from . import functional as F
+from .autograd import forward_ad, grad_mode, saved_hooks
+from .ir import trace
+from .tensor import Tensor
 
 
 def make_view(out, src, view_fn, inv_fn):
@@ -69,9 +73,6 @@ def _dt_title(d):
 def assign(t, result):
     """Make tensor ``t`` hold ``result`` in place: the value (through views into the base's
     storage), the version counter and the autograd history. Returns ``t``."""
-    from .autograd import forward_ad, saved_hooks
-    from .ir import trace
-
     check_inplace_target(t)
     if t._base is not None and t._view_inv is None:
         raise RuntimeError(_OVERLAP_MESSAGE)  # an expanded view: several elements, one location
@@ -109,11 +110,8 @@ _OVERLAP_MESSAGE = (
 def _rebase_through_view(view, base, result, tracer):
     if view._view_inv is None:
         raise RuntimeError(_OVERLAP_MESSAGE)
-    from . import functional as F
-    from .creation import ones_like
-
     old_base = base.detach() if not base.requires_grad else _history_alias(base)
-    mask = view._view_inv(ones_like(result, dtype=_dt.bool_))
+    mask = view._view_inv(creation.ones_like(result, dtype=_dt.bool_))
     new_base = F.where(mask, view._view_inv(result), old_base)
     if tracer is not None:
         tracer.assign(base, new_base)
@@ -130,8 +128,6 @@ def _rebase_through_view(view, base, result, tracer):
 
 def _history_alias(t):
     """A tensor sharing ``t``'s storage and current autograd history (not its future one)."""
-    from .tensor import Tensor
-
     a = Tensor._make(t._value, t._dtype)
     a._vc = t._vc
     a._requires_grad, a._grad_fn, a._output_nr = t._requires_grad, t._grad_fn, t._output_nr

@@ -13,7 +13,7 @@ import re
 import types
 import weakref
 
-from . import anomaly, grad_mode, saved_hooks  # (neither imports this module: no cycle)
+from . import anomaly, forward_ad, grad_mode, saved_hooks  # (none imports this module: no cycle)
 
 _handle_ids = itertools.count()
 
@@ -77,10 +77,10 @@ class SavedTensor:
             )
         self.freed = False
         self.is_output = is_output
-        self.version = tensor._version
+        self.version = tensor._vc.value  # (Tensor._version)
         self.output_nr = tensor._output_nr
         # an op's output is saved before attach() marks it as requiring grad; it always does
-        self.requires_grad = True if is_output else tensor.requires_grad
+        self.requires_grad = True if is_output else tensor._requires_grad
         self.node_ref = weakref.ref(node) if (is_output and node is not None) else None
         if is_output:
             tensor = tensor.detach()
@@ -96,11 +96,11 @@ class SavedTensor:
             self.tensor = tensor
 
     def unpack(self, for_node=None):
-        from ..tensor import Tensor
-
         if self.freed:
             raise RuntimeError(FREED_MESSAGE)
         if self.unpack_hook is not None:
+            from ..tensor import Tensor
+
             t = self.unpack_hook(self.packed)
             if not isinstance(t, Tensor):
                 raise TypeError(
@@ -120,8 +120,6 @@ class SavedTensor:
             alias._grad_fn = node
             alias._output_nr = self.output_nr
             alias._vc = t._vc
-            from . import forward_ad
-
             if forward_ad._active_level is not None:  # forward-over-reverse keeps the tangent
                 forward_ad.copy_tangent(t, alias)
             return alias
@@ -275,12 +273,15 @@ class OpNode(Node):
     """The backward of one registry primitive: calls its VJP rule on the saved values."""
 
     def __init__(self, op, inputs, attrs, out):
-        edges = [gradient_edge(t) if i not in op.nondiff_inputs else None
+        # (the fields read directly: a node is made for every recorded op, and the properties'
+        # calls were a tenth of an eager op's cost)
+        skip = op.nondiff_inputs
+        edges = [gradient_edge(t) if t._requires_grad and i not in skip else None
                  for i, t in enumerate(inputs)]
         super().__init__([e if e is not None else (None, 0) for e in edges])
         self.op = op
         self.attrs = attrs
-        self.input_meta = [(tuple(t.shape), t.dtype) for t in inputs]
+        self.input_meta = [(tuple(t._value.shape), t._dtype) for t in inputs]
         self.needs_input_grad = tuple(e is not None for e in edges)
         self.saved = {}
         for key in op.save:
@@ -371,9 +372,9 @@ def fix_grad(grad, shape, dtype):
     to its dtype."""
     if grad is None:
         return None
-    from .. import functional as F
-
     if tuple(grad.shape) != tuple(shape):
+        from .. import functional as F  # (here: functional imports this module's package)
+
         grad = F.sum_to_shape(grad, shape)
     if grad.dtype is not dtype:
         grad = grad.to(dtype)

@@ -25,10 +25,38 @@ def _infer_unary_same(x, **_):
     return tuple(x.shape), x.dtype
 
 
+def _quiet_state():
+    """(context variable, value) that silence NumPy's floating-point warnings while set: what
+    ``np.errstate(all="ignore")`` sets, made once. Entering a new errstate costs ~1 us, a
+    sixth of an eager elementwise op; setting the variable ~0.1 us. None where NumPy keeps its
+    error state otherwise (the impls then enter np.errstate)."""
+    try:
+        from numpy._core import _multiarray_umath as umath
+
+        return umath._extobj_contextvar, umath._make_extobj(all="ignore")
+    except (ImportError, AttributeError, TypeError):
+        return None
+
+
+_QUIET = _quiet_state()
+
+
 def _quiet(fn):
-    def impl(*arrays, **attrs):
-        with np.errstate(all="ignore"):
-            return fn(*arrays, **attrs)
+    """``fn`` without NumPy's warnings (overflow, invalid, divide): PyTorch gives inf and nan
+    silently, and so do tracegrad's ops."""
+    if _QUIET is None:
+        def impl(*arrays, **attrs):
+            with np.errstate(all="ignore"):
+                return fn(*arrays, **attrs)
+    else:
+        var, quiet = _QUIET
+
+        def impl(*arrays, **attrs):
+            token = var.set(quiet)
+            try:
+                return fn(*arrays, **attrs)
+            finally:
+                var.reset(token)
 
     impl.__name__ = getattr(fn, "__name__", "impl")
     return impl
@@ -48,7 +76,7 @@ def _sample_for(name):
             "acos": "small", "atanh": "small", "acosh": "above_one"}.get(name, "any")
 
 
-def _infer_binary(a, b, **_):
+def _infer_binary(a, b, **_):  # (a and b: tensors, or IR values in the passes)
     if a.dtype is not b.dtype:
         raise TypeError(f"binary primitive expects equal dtypes, got {a.dtype} and {b.dtype}")
     return broadcast_shapes(a.shape, b.shape), a.dtype

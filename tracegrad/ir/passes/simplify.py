@@ -93,8 +93,8 @@ def _is(v, c):
 def _infers_same(n, op, inputs, attrs):
     try:
         shape, dtype = op.infer(*inputs, **attrs)
-    except Exception:  # noqa: BLE001  (a rewrite the op rejects is simply not applied)
-        return False
+    except (TypeError, ValueError, RuntimeError, IndexError):  # a rewrite the op rejects is not
+        return False  # applied (anything else is a bug in a rule: it surfaces)
     return tuple(shape) == n.out.shape and dtype is n.out.dtype
 
 
