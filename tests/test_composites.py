@@ -75,6 +75,45 @@ CASES = {
     "cross": (lambda m, x, y: m.cross(x[:3], y[1:4], dim=0), [X, Y]),
     "erfc-large": (lambda m, x: m.erfc(x * 3), [X]),
     "round-decimals": (lambda m, x: m.round(x * 100, decimals=-1) + m.round(x, decimals=2), [X]),
+    # contractions (tracegrad/einsum.py)
+    "einsum-matmul": (lambda m, x, y: m.einsum("ij,kj->ik", x, y), [X, Y]),
+    "einsum-batch-ellipsis": (lambda m, x, y: m.einsum("...i,...i->...", x.reshape(2, 2, 5), y[:2]), [X, Y]),
+    "einsum-diagonal-implicit": (lambda m, x: m.einsum("ii", x[:, :4]) + m.einsum("ij", x).sum(), [X]),
+    "einsum-three": (lambda m, x, y: m.einsum("ab,bc,cd->ad", x, y.T, x), [X, Y]),
+    "einsum-outer-broadcast": (lambda m, x, y: m.einsum("ij,ik->ijk", x[:, :1], y), [X, Y]),
+    "tensordot": (lambda m, x, y: m.tensordot(x.reshape(2, 2, 5), y.reshape(5, 2, 2), dims=([0, 2], [2, 0])), [X, Y]),
+    "tensordot-int": (lambda m, x, y: m.tensordot(x, y.T, dims=1), [X, Y]),
+    "kron": (lambda m, x, y: m.kron(x[:2, :3], y[:3]), [X, Y]),
+    # math_extras.py
+    "isclose": (lambda m, x, y: m.isclose(x, x + y * 1e-6, rtol=1e-6, atol=1e-7), [X, Y]),
+    "isclose-special": (lambda m, x: m.isclose(x, x.flip(0), equal_nan=True), [SPECIAL]),
+    "count_nonzero": (lambda m, x: m.count_nonzero(x, dim=1), [SPECIAL]),
+    "logical_xor": (lambda m, x, y: m.logical_xor(x > 0, y), [X, Y]),
+    "floor_divide": (lambda m, x, y: m.floor_divide(x.detach() * 4, y.detach()), [X, Y]),  # (no derivative in torch)
+    "nansum": (lambda m, x, y: m.nansum(x * y[:2], dim=1) + m.nansum(y), [SPECIAL, Y[:2]]),
+    "nanmean": (lambda m, x: m.nanmean(m.where(x > 1.0, float("nan"), x), dim=0, keepdim=True), [X]),
+    "fmax": (lambda m, x, y: m.fmax(m.where(x > 1, float("nan"), x), m.where(x > 0.5, x, y)), [X, Y]),
+    "fmin": (lambda m, x, y: m.fmin(m.where(y > 1, float("nan"), x), m.where(x > 0.5, x, y)), [X, Y]),
+    "xlogy": (lambda m, x, y: m.xlogy(m.where(x > 0.5, 0.0, x), y.abs() + 0.1), [X, Y]),
+    "logit": (lambda m, x: m.logit(x.sigmoid()) + m.logit(x, eps=0.2), [X]),
+    "sinc": (lambda m, x: m.sinc(m.where(x > 1.0, 0.0, x)), [X]),
+    "heaviside": (lambda m, x, y: m.heaviside(m.where(x > 1.0, 0.0, x).detach(), y.detach()), [X, Y]),
+    "float_power": (lambda m, x: m.float_power(x.abs(), 1.5), [X]),
+    "clamp_min_max": (lambda m, x: x.clamp_min(-0.5) + x.clamp_max(0.3), [X]),
+    "addmm": (lambda m, x, y: m.addmm(x[:, :4], x, y.T[:, :4], beta=0.5, alpha=2.0), [X, Y]),
+    "dist": (lambda m, x, y: m.dist(x, y, 3), [X, Y]),
+    # layout.py
+    "repeat": (lambda m, x: x[:2, :3].repeat(2, 1, 3), [X]),
+    "tile": (lambda m, x: m.tile(x, (2,)), [X]),
+    "select": (lambda m, x: m.select(x, 1, -2) * 2, [X]),
+    "rot90": (lambda m, x: m.rot90(x, 1) + m.rot90(x, 3, (1, 0)).flip(0, 1) + m.rot90(x, 2).rot90(2), [X[:4, :4]]),
+    "fliplr_flipud": (lambda m, x: m.fliplr(x) + m.flipud(x), [X]),
+    "meshgrid-xy": (lambda m, x, y: sum(g * (k + 1) for k, g in enumerate(m.meshgrid(x[0], y[1, :3], x[2, :2], indexing="xy"))), [X, Y]),
+    "meshgrid-ij": (lambda m, x, y: m.stack(m.meshgrid(x[0], y[1, :3], indexing="ij")), [X, Y]),
+    "tensor_split": (lambda m, x: m.cat([p * (k + 1) for k, p in enumerate(m.tensor_split(x, 3, dim=1))], 1), [X]),
+    "tensor_split-indices": (lambda m, x: m.cat([p.sum(0) * (k + 1) for k, p in enumerate(m.tensor_split(x, [1, -1, 9], dim=0))]), [X]),
+    "take": (lambda m, x: m.take(x, m.tensor([[0, -1], [7, 3]])), [X]),
+    "ravel": (lambda m, x: x.T.ravel(), [X]),
 }
 
 # PyTorch differentiates cumsum(x, dtype=float32) in x's dtype (float64); here the cast is its
@@ -144,3 +183,24 @@ def test_bad_arguments_are_named():
         tg.tensor([5, 3]) % tg.tensor([2, 0])
     with pytest.raises(RuntimeError, match="same number of dims"):
         tg.movedim(tg.ones(2, 3), (0, 1), 0)
+
+
+def test_tensor_helpers_match_torch():
+    """new_* constructors, view_as, is_contiguous, equal, and the random fills' ranges."""
+    for lib in (tg, torch):
+        x = lib.tensor(X)
+        made = (x.new_zeros(2, 3), x.new_ones((2,)), x.new_full((2, 2), 1.5), x.new_tensor([1, 2]),
+                x.new_empty(4))
+        got = [(tuple(t.shape), str(t.dtype).split(".")[-1]) for t in made]
+        if lib is tg:
+            ours = got
+            ours_flags = (x.view_as(x.T.contiguous()).shape, x.is_contiguous(), x.T.is_contiguous(),
+                          lib.equal(x, x + 0), lib.equal(x, x[:2]))
+        else:
+            assert ours == got
+            assert ours_flags == (x.view_as(x.T.contiguous()).shape, x.is_contiguous(), x.T.is_contiguous(),
+                                  lib.equal(x, x + 0), lib.equal(x, x[:2]))
+    tg.manual_seed(0)
+    u = tg.empty(1000).uniform_(-2.0, 3.0)
+    n = tg.empty(1000).normal_(5.0, 0.1)
+    assert -2.0 <= u.min().item() and u.max().item() <= 3.0 and abs(n.mean().item() - 5.0) < 0.05

@@ -23,6 +23,9 @@ from .functional import *  # noqa: F401,F403
 from .functional import (abs, max, min, pow, round, sum)  # noqa: A004  (shadow builtins like torch)
 from .composites import *  # noqa: F401,F403
 from .composites import all, any  # noqa: A004
+from .einsum import einsum, kron, tensordot  # noqa: F401
+from .layout import *  # noqa: F401,F403
+from .math_extras import *  # noqa: F401,F403
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import autograd

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from . import dtypes as _dt
 from . import composites as C
+from . import layout as LY
+from . import math_extras as MX
 from . import functional as F
 from . import indexing
 from .autograd import forward_ad, grad_mode
@@ -39,6 +41,11 @@ for _name in ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
     setattr(Tensor, _name, _method(getattr(F, _name)))
 for _name in C.__all__:
     setattr(Tensor, _name, _method(getattr(C, _name)))
+for _module in (MX, LY):
+    for _name in _module.__all__:
+        if _name != "meshgrid":  # (a function only, in PyTorch too)
+            setattr(Tensor, _name, _method(getattr(_module, _name)))
+Tensor.repeat = _method(LY.repeat)
 Tensor.allclose = _method(F.allclose)
 
 Tensor.multiply = Tensor.mul
@@ -215,3 +222,46 @@ def _softmax_method(name):
 
 Tensor.softmax = _softmax_method("softmax")
 Tensor.log_softmax = _softmax_method("log_softmax")
+
+
+# ----------------------------------------------------------------------------- construction helpers
+def _new(make):
+    def m(self, *size, dtype=None, requires_grad=False, **kwargs):
+        from . import creation  # (creation imports the Tensor class this module extends)
+
+        return getattr(creation, make)(*size, dtype=dtype or self.dtype, requires_grad=requires_grad, **kwargs)
+
+    m.__name__ = "new_" + make
+    m.__doc__ = f"``tg.{make}(...)`` with this tensor's dtype unless ``dtype`` is given."
+    return m
+
+
+Tensor.new_zeros = _new("zeros")
+Tensor.new_ones = _new("ones")
+Tensor.new_empty = _new("empty")
+Tensor.new_full = _new("full")
+
+
+def _new_tensor(self, data, dtype=None, requires_grad=False):
+    from .creation import tensor
+
+    return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def _random_fill(name):
+    def m(self, *args, **kwargs):
+        from .nn import init  # (nn imports this module's Tensor methods)
+
+        return getattr(init, name)(self, *args, **kwargs)
+
+    m.__name__ = name
+    m.__doc__ = f"In place, as ``tg.nn.init.{name}(self, ...)``."
+    return m
+
+
+Tensor.new_tensor = _new_tensor
+Tensor.view_as = lambda self, other: F.view(self, tuple(other.shape))
+Tensor.is_contiguous = lambda self, memory_format=None: bool(self._value.flags.c_contiguous) \
+    if not self._is_traced else True
+Tensor.uniform_ = _random_fill("uniform_")
+Tensor.normal_ = _random_fill("normal_")

@@ -531,8 +531,9 @@ def clone(x):
     return M.COPY(x)
 
 
-def flip(x, dims):
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+def flip(x, *dims):
+    """Reversed along ``dims`` (a list, or ints as separate arguments: ``x.flip(0, 1)``)."""
+    dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else dims
     return M.FLIP(x, dims=normalize_dims(dims, x.ndim))
 
 

@@ -1,0 +1,154 @@
+"""More of PyTorch's elementwise and reduction functions, composed of ``tracegrad.functional``
+(so they differentiate, trace and compile like any code): tolerant comparison, NaN-ignoring
+reductions and extrema, ``xlogy``, ``logit``, ``sinc``, ``float_power``, ``addmm`` and kin.
+Where PyTorch's derivative has a convention at a singular point (``sinc`` at 0, ``fmax`` at
+ties), the composition is arranged to give the same value.
+
+>>> import tracegrad as tg
+>>> tg.isclose(tg.tensor([1.0, 2.0]), tg.tensor([1.0 + 1e-9, 2.1]))
+tensor([ True, False])
+>>> tg.nansum(tg.tensor([1.0, float("nan"), 2.0]))
+tensor(3.)
+"""
+from __future__ import annotations
+
+import math
+
+from . import dtypes as _dt
+from . import functional as F
+from .composites import isnan
+from .tensor import Tensor
+
+__all__ = ["isclose", "equal", "count_nonzero", "logical_xor", "floor_divide", "nansum", "nanmean",
+           "fmax", "fmin", "xlogy", "logit", "sinc", "heaviside", "float_power", "positive",
+           "clamp_min", "clamp_max", "addmm", "dist"]
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """``|input - other| <= atol + rtol * |other|`` elementwise (equal infinities are close;
+    NaNs are close to each other only with ``equal_nan``)."""
+    a, b = F._promoted(input, other)
+    error = F.abs(F.sub(a, b))
+    within = F.logical_and(F.lt(error, float("inf")), F.le(error, F.add(F.mul(F.abs(b), rtol), atol)))
+    close = F.logical_or(F.eq(a, b), within)  # (an infinity is close to itself only)
+    if equal_nan:
+        close = F.logical_or(close, F.logical_and(isnan(a), isnan(b)))
+    return close
+
+
+def equal(input, other):
+    """True when both have the same shape and elements (a Python bool)."""
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return bool(F.eq(input, other).all().item())
+
+
+def count_nonzero(input, dim=None):
+    """The number of non-zero elements (over ``dim``), int64."""
+    return F.sum(F.cast(F.ne(input, 0), _dt.int64), dim)
+
+
+def logical_xor(input, other):
+    return F.ne(F.ne(input, 0), F.ne(other, 0))
+
+
+def floor_divide(input, other):
+    """``input / other`` rounded down (PyTorch's floor_divide since 1.13)."""
+    return F.div(input, other, rounding_mode="floor")
+
+
+def _zero_nans(x):
+    return F.where(isnan(x), 0.0, x) if x.dtype.is_floating_point else x
+
+
+def nansum(input, dim=None, keepdim=False, dtype=None):
+    """``sum`` with NaNs counted as zero (their gradient is zero)."""
+    return F.sum(_zero_nans(input), dim, keepdim=keepdim, dtype=dtype)
+
+
+def nanmean(input, dim=None, keepdim=False, dtype=None):
+    """``mean`` of the elements that are not NaN."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got {input.dtype}")
+    kept = F.cast(F.logical_not(isnan(input)), input.dtype)
+    return F.div(nansum(input, dim, keepdim, dtype), F.sum(kept, dim, keepdim=keepdim))
+
+
+def fmax(input, other):
+    """Elementwise maximum that ignores a NaN (NaN only where both are); ties go to ``input``
+    (and so does the gradient, as PyTorch's)."""
+    a, b = F._promoted(input, other)
+    return F.where(F.logical_or(F.ge(a, b), isnan(b)), a, b)
+
+
+def fmin(input, other):
+    """Elementwise minimum that ignores a NaN (NaN only where both are)."""
+    a, b = F._promoted(input, other)
+    return F.where(F.logical_or(F.le(a, b), isnan(b)), a, b)
+
+
+def xlogy(input, other):
+    """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+    x, y = F._promoted(input, other, floating=True)
+    zero = F.logical_and(F.eq(x, 0), F.logical_not(isnan(y)))
+    safe_y = F.where(zero, 1.0, y)  # (log of the masked-out entries stays finite: no NaN gradient)
+    return F.where(zero, 0.0, F.mul(x, F.log(safe_y)))
+
+
+def logit(input, eps=None):
+    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    p = F._promoted(input, floating=True)[0]
+    if eps is not None:
+        p = F.clamp(p, eps, 1 - eps)
+    return F.log(F.div(p, F.sub(1.0, p)))
+
+
+def sinc(input):
+    """``sin(pi x) / (pi x)``, 1 at 0 (with gradient 0 there, as PyTorch's)."""
+    x = F._promoted(input, floating=True)[0]
+    zero = F.eq(x, 0)
+    safe = F.mul(F.where(zero, 1.0, x), math.pi)
+    return F.where(zero, 1.0, F.div(F.sin(safe), safe))
+
+
+def heaviside(input, values):
+    """0 where ``input`` < 0, 1 where > 0, ``values`` where it is 0."""
+    x, v = F._promoted(input, values)
+    return F.where(F.eq(x, 0), v, F.cast(F.gt(x, 0), x.dtype))
+
+
+def float_power(input, exponent):
+    """``input ** exponent`` computed in float64."""
+    base = F.cast(F.to_tensor(input), _dt.float64)
+    exp = F.cast(exponent, _dt.float64) if isinstance(exponent, Tensor) else float(exponent)
+    return F.pow(base, exp)
+
+
+def positive(input):
+    if input.dtype is _dt.bool_:
+        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def clamp_min(input, min):
+    return F.clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    return F.clamp(input, max=max)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat1 @ mat2)`` (``input`` ignored, NaNs too, when beta is 0)."""
+    prod = F.matmul(mat1, mat2)
+    prod = prod if alpha == 1 else F.mul(prod, alpha)
+    if beta == 0:
+        return prod
+    return F.add(prod, input if beta == 1 else F.mul(input, beta))
+
+
+def dist(input, other, p=2):
+    """The ``p``-norm of ``input - other``."""
+    from .composites import norm
+
+    return norm(F.sub(input, other), p)
