@@ -18,6 +18,9 @@ from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Lin
                      ReLU, Sigmoid, Softmax, Tanh, Unflatten)
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
                    SmoothL1Loss)
+from .layers_more import (LAYERS_MORE, CELU, SELU, AdaptiveAvgPool1d, AdaptiveAvgPool2d, Dropout2d,
+                          Hardshrink, Hardsigmoid, Hardswish, KLDivLoss, PixelShuffle, PixelUnshuffle,
+                          PReLU, ReLU6, Softmin, Softshrink, Tanhshrink, Threshold, Upsample)
 from .module import Module
 from .padding import (PADDING_MODULES, CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d,
                       ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
@@ -32,4 +35,4 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "BatchNorm1d", "BatchNorm2d", "GroupNorm", "Embedding", "Conv1d", "Conv2d",
            "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "MSELoss", "L1Loss",
            "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
-           *PADDING_MODULES]
+           *PADDING_MODULES, *LAYERS_MORE]

@@ -868,3 +868,9 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return N.FOLD2D(input, output_size=_pair(output_size, "output_size"),
                     kernel=_pair(kernel_size, "kernel_size"), stride=_pair(stride, "stride"),
                     padding=((ph, ph), (pw, pw)), dilation=_pair(dilation, "dilation"))
+
+
+from .functional_more import *  # noqa: E402,F401,F403  (more of torch.nn.functional)
+from .functional_more import __all__ as _more  # noqa: E402
+
+__all__ += _more

@@ -1,0 +1,266 @@
+"""More of ``torch.nn.functional``, re-exported by ``tracegrad.nn.functional``: the piecewise
+activations (relu6, selu, celu, hardswish, hardsigmoid, the shrinks, threshold, prelu,
+softmin), ``kl_div``, adaptive average pooling, ``interpolate`` and ``pixel_shuffle``,
+``dropout2d``. Composites of registry primitives, arranged so that the gradient at a branch
+point is PyTorch's (its backward formulas say which side a boundary belongs to).
+
+Resampling (adaptive pooling, interpolation) is a contraction with one small weight matrix
+per spatial dim (``out x in``), so it is one product per dim forward and backward, in every
+mode, and compiles to BLAS calls.
+
+>>> import tracegrad as tg
+>>> import tracegrad.nn.functional as F
+>>> F.interpolate(tg.tensor([[[1.0, 2.0]]]), scale_factor=2, mode="linear")
+tensor([[[1.0000, 1.2500, 1.7500, 2.0000]]])
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import functional as T
+from ..einsum import einsum
+
+__all__ = ["relu6", "selu", "celu", "hardswish", "hardsigmoid", "softmin", "tanhshrink",
+           "softshrink", "hardshrink", "threshold", "prelu", "kl_div", "adaptive_avg_pool1d",
+           "adaptive_avg_pool2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle",
+           "dropout2d"]
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _between(x, low, high):
+    """``x`` where low < x < high, the clamped value (no gradient) elsewhere: hardtanh's
+    gradient, which excludes the bounds (clamp's includes them)."""
+    inside = T.logical_and(T.gt(x, low), T.lt(x, high))
+    return T.where(inside, x, T.clamp(x, low, high).detach())
+
+
+def relu6(input, inplace=False):
+    return _between(input, 0.0, 6.0)
+
+
+def selu(input, inplace=False):
+    return T.mul(T.where(T.gt(input, 0), input, T.mul(T.expm1(input), _SELU_ALPHA)), _SELU_SCALE)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return T.where(T.gt(input, 0), input, T.mul(T.expm1(T.div(input, alpha)), alpha))
+
+
+def hardsigmoid(input, inplace=False):
+    return T.div(_between(T.add(input, 3.0), 0.0, 6.0), 6.0)
+
+
+def hardswish(input, inplace=False):
+    """``x * relu6(x + 3) / 6``; its gradient is PyTorch's: 0 up to -3, ``(2x + 3) / 6``
+    between, 1 from 3."""
+    x = input
+    middle = T.div(T.mul(x, T.add(x, 3.0)), 6.0)
+    return T.where(T.le(x, -3.0), T.mul(x, 0.0), T.where(T.lt(x, 3.0), middle, x))
+
+
+def softmin(input, dim=None, dtype=None):
+    from .functional import softmax
+
+    return softmax(T.neg(input), dim, dtype=dtype)
+
+
+def tanhshrink(input):
+    return T.sub(input, T.tanh(input))
+
+
+def softshrink(input, lambd=0.5):
+    return T.where(T.gt(input, lambd), T.sub(input, lambd),
+                   T.where(T.lt(input, -lambd), T.add(input, lambd), T.mul(input, 0.0)))
+
+
+def hardshrink(input, lambd=0.5):
+    return T.where(T.gt(T.abs(input), lambd), input, T.mul(input, 0.0))
+
+
+def threshold(input, threshold, value, inplace=False):
+    """``input`` where it is above ``threshold``, else ``value``."""
+    return T.where(T.gt(input, threshold), input, value)
+
+
+def prelu(input, weight):
+    """``x`` where positive, ``weight * x`` elsewhere; ``weight`` has one slope, or one per
+    channel (dim 1)."""
+    w = weight
+    if weight.numel() != 1:
+        channels = input.shape[1] if input.ndim > 1 else input.shape[0]
+        if weight.numel() != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter "
+                               f"numbers = {weight.numel()} and channel size = {channels}.")
+        if input.ndim > 1:
+            w = T.reshape(weight, (channels,) + (1,) * (input.ndim - 2))
+    return T.where(T.gt(input, 0), input, T.mul(w, input))
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """``target * (log(target) - input)`` pointwise (``input`` holds log-probabilities; 0
+    where target is 0), reduced as PyTorch's; ``"batchmean"`` divides the sum by the batch."""
+    from ..math_extras import xlogy
+
+    if log_target:
+        pointwise = T.mul(T.exp(target), T.sub(target, input))
+    else:
+        pointwise = T.sub(xlogy(target, target), T.mul(target, input))
+    if reduction == "batchmean":
+        return T.div(T.sum(pointwise), input.shape[0]) if input.ndim else T.sum(pointwise)
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support "
+                      "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+                      "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+                      "major release.", UserWarning, stacklevel=2)
+    from .functional import _reduce
+
+    return _reduce(pointwise, reduction)
+
+
+# ----------------------------------------------------------------------------- resampling
+def _resample(input, matrices):
+    """Contract the last ``len(matrices)`` dims of ``input`` with ``(out, in)`` matrices."""
+    k = len(matrices)
+    lead = "abcdefgh"[:input.ndim - k]
+    ins, outs = "ijk"[:k], "pqr"[:k]
+    spec = ",".join([lead + ins] + [o + i for o, i in zip(outs, ins)]) + "->" + lead + outs
+    weights = [T.to_tensor(m.astype(input.dtype.np)) for m in matrices]
+    return einsum(spec, input, *weights)
+
+
+def _adaptive_matrix(n_in, n_out):
+    """Averages over PyTorch's adaptive windows: [floor(i n_in / n_out), ceil((i+1) n_in / n_out))."""
+    m = np.zeros((n_out, n_in))
+    for i in range(n_out):
+        a, b = (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
+        m[i, a:b] = 1.0 / (b - a)
+    return m
+
+
+def _sizes(output_size, k, input):
+    sizes = (output_size,) * k if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    if len(sizes) != k:
+        raise ValueError(f"output_size must be an int or {k} ints, got {output_size!r}")
+    return [input.shape[input.ndim - k + i] if s is None else int(s) for i, s in enumerate(sizes)]
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Averages over ``output_size`` windows of the last dim, as PyTorch's (windows overlap
+    when the size does not divide)."""
+    (n,) = _sizes(output_size, 1, input)
+    return _resample(input, [_adaptive_matrix(input.shape[-1], n)])
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Averages over an ``output_size`` grid of windows of the last two dims."""
+    h, w = _sizes(output_size, 2, input)
+    return _resample(input, [_adaptive_matrix(input.shape[-2], h), _adaptive_matrix(input.shape[-1], w)])
+
+
+_INTERP_DIMS = {"linear": 1, "bilinear": 2, "trilinear": 3}
+
+
+def _interp_matrix(n_in, n_out, scale, mode, align_corners):
+    """(out, in) weights of one dim: PyTorch's source index for each output index (nearest:
+    ``floor(dst * scale)``; nearest-exact: ``floor((dst + 0.5) * scale)``; linear: the two
+    neighbours of ``(dst + 0.5) * scale - 0.5`` clamped at 0, or of ``dst * (in - 1) / (out -
+    1)`` with align_corners)."""
+    m = np.zeros((n_out, n_in))
+    dst = np.arange(n_out, dtype=np.float64)
+    if mode in ("nearest", "nearest-exact"):
+        src = np.floor((dst + (0.5 if mode == "nearest-exact" else 0.0)) * scale).astype(np.int64)
+        m[np.arange(n_out), np.minimum(src, n_in - 1)] = 1.0
+        return m
+    if align_corners:
+        src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
+    else:
+        src = np.maximum((dst + 0.5) * scale - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    frac = src - i0
+    np.add.at(m, (np.arange(n_out), i0), 1.0 - frac)
+    np.add.at(m, (np.arange(n_out), i1), frac)
+    return m
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims (all but the first two) to ``size``, or by ``scale_factor``:
+    modes nearest, nearest-exact, linear, bilinear, trilinear, with PyTorch's index rules."""
+    k = input.ndim - 2
+    if k < 1:
+        raise ValueError(f"interpolate: expected an input with a batch and a channel dim, got {input.ndim} dims")
+    if mode not in ("nearest", "nearest-exact") and mode not in _INTERP_DIMS:
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported; nearest, nearest-exact, "
+                                  "linear, bilinear and trilinear are")
+    if mode in _INTERP_DIMS and _INTERP_DIMS[mode] != k:
+        raise ValueError(f"Got {input.ndim}D input, but {mode} mode needs {_INTERP_DIMS[mode] + 2}D input")
+    if align_corners is not None and mode in ("nearest", "nearest-exact"):
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    n_in = [input.shape[2 + i] for i in range(k)]
+    if size is not None:
+        n_out = [int(size)] * k if isinstance(size, int) else [int(s) for s in size]
+        scales = [a / b for a, b in zip(n_in, n_out)]
+    else:
+        factors = [float(scale_factor)] * k if isinstance(scale_factor, (int, float)) else [float(s) for s in scale_factor]
+        n_out = [int(math.floor(a * f)) for a, f in zip(n_in, factors)]
+        scales = ([a / b for a, b in zip(n_in, n_out)] if recompute_scale_factor
+                  else [1.0 / f for f in factors])
+    if len(n_out) != k:
+        raise ValueError(f"size must have {k} elements for a {input.ndim}D input, got {size!r}")
+    mats = [_interp_matrix(a, b, s, mode, bool(align_corners)) for a, b, s in zip(n_in, n_out, scales)]
+    return _resample(input, mats)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """``(*, C r^2, H, W)`` to ``(*, C, H r, W r)``."""
+    r = int(upscale_factor)
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
+                           f"square of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    x = T.reshape(input, (*lead, c // (r * r), r, r, h, w))
+    n = len(lead)
+    x = T.permute(x, list(range(n)) + [n, n + 3, n + 1, n + 4, n + 2])
+    return T.reshape(x, (*lead, c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """``(*, C, H r, W r)`` to ``(*, C r^2, H, W)``: pixel_shuffle's inverse."""
+    r = int(downscale_factor)
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "
+                           f"downscale_factor, got {h}x{w} and {r}")
+    x = T.reshape(input, (*lead, c, h // r, r, w // r, r))
+    n = len(lead)
+    x = T.permute(x, list(range(n)) + [n, n + 2, n + 4, n + 1, n + 3])
+    return T.reshape(x, (*lead, c * r * r, h // r, w // r))
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels (dim 1 of ``(N, C, H, W)``, dim 0 of ``(C, H, W)``) with probability
+    ``p``, scaling the rest by ``1 / (1 - p)``."""
+    from ..creation import ones
+    from .functional import dropout
+
+    if not training or p == 0.0:
+        return input
+    channel_dims = 2 if input.ndim == 4 else 1
+    mask = dropout(ones(*input.shape[:channel_dims], *(1,) * (input.ndim - channel_dims),
+                        dtype=input.dtype), p)
+    return T.mul(input, mask)
