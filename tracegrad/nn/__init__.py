@@ -22,6 +22,8 @@ from .layers_more import (LAYERS_MORE, CELU, SELU, AdaptiveAvgPool1d, AdaptiveAv
                           Hardshrink, Hardsigmoid, Hardswish, KLDivLoss, PixelShuffle, PixelUnshuffle,
                           PReLU, ReLU6, Softmin, Softshrink, Tanhshrink, Threshold, Upsample)
 from .module import Module
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 from .padding import (PADDING_MODULES, CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d,
                       ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
                       ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
@@ -35,4 +37,6 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "BatchNorm1d", "BatchNorm2d", "GroupNorm", "Embedding", "Conv1d", "Conv2d",
            "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "MSELoss", "L1Loss",
            "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
-           *PADDING_MODULES, *LAYERS_MORE]
+           *PADDING_MODULES, *LAYERS_MORE,
+           "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
+           "TransformerEncoderLayer", "TransformerEncoder"]

@@ -1,0 +1,185 @@
+"""Attention layers with PyTorch's parameters, masks, shapes and reprs:
+``MultiheadAttention``, ``TransformerEncoderLayer`` and ``TransformerEncoder``. Made of
+linear maps, batched matrix products and softmax, so they train, compile and export like the
+rest.
+
+>>> import tracegrad as tg
+>>> _ = tg.manual_seed(0)
+>>> mha = tg.nn.MultiheadAttention(8, 2, batch_first=True)
+>>> x = tg.randn(3, 5, 8)
+>>> out, weights = mha(x, x, x)
+>>> out.shape, weights.shape
+(tracegrad.Size([3, 5, 8]), tracegrad.Size([3, 5, 5]))
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+from .. import creation
+from .. import dtypes as _dt
+from .. import functional as T
+from . import functional as F
+from . import init
+from .container import ModuleList
+from .layers import Dropout, LayerNorm, Linear
+from .module import Module
+from .parameter import Parameter
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under the name PyTorch gives MultiheadAttention's output projection."""
+
+
+def _additive(mask, dtype):
+    """A mask as the float added to attention scores: bool True (masked out) is -inf."""
+    if mask is None:
+        return None
+    if mask.dtype is _dt.bool_:
+        return T.where(mask, float("-inf"), T.cast(creation.zeros(()), dtype))
+    return T.cast(mask, dtype)
+
+
+class MultiheadAttention(Module):
+    """``softmax(q k^T / sqrt(head_dim) + mask) v`` over ``num_heads`` heads of the projected
+    query, key and value, then an output projection. Masks as PyTorch's: bool True means
+    "may not attend", a float mask is added; ``key_padding_mask`` is ``(N, S)``."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
+                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
+        super().__init__()
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} "
+                             f"and num_heads={num_heads} instead")
+        if embed_dim % num_heads:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        if add_bias_kv or add_zero_attn or (kdim not in (None, embed_dim)) or (vdim not in (None, embed_dim)):
+            raise NotImplementedError("MultiheadAttention: add_bias_kv, add_zero_attn and kdim/vdim other "
+                                      "than embed_dim are not supported")
+        self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
+        self.batch_first, self.head_dim = batch_first, embed_dim // num_heads
+        self.kdim = self.vdim = embed_dim
+        self._qkv_same_embed_dim = True
+        self.in_proj_weight = Parameter(creation.empty(3 * embed_dim, embed_dim, dtype=dtype))
+        if bias:
+            self.in_proj_bias = Parameter(creation.zeros(3 * embed_dim, dtype=dtype))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        init.xavier_uniform_(self.in_proj_weight)
+        if bias:
+            init.zeros_(self.out_proj.bias)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False):
+        if is_causal and attn_mask is None:
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                               "Transformer module method `generate_square_subsequent_mask` to create "
+                               "this mask.")
+        unbatched = query.ndim == 2
+        if unbatched:
+            query, key, value = (T.unsqueeze(t, 1) for t in (query, key, value))
+            key_padding_mask = None if key_padding_mask is None else T.unsqueeze(key_padding_mask, 0)
+        elif self.batch_first:
+            query, key, value = (T.transpose(t, 0, 1) for t in (query, key, value))
+        L, N, E = query.shape
+        S, H, hd = key.shape[0], self.num_heads, self.head_dim
+        if E != self.embed_dim:
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
+        w_q, w_k, w_v = T.chunk(self.in_proj_weight, 3)
+        b_q, b_k, b_v = T.chunk(self.in_proj_bias, 3) if self.in_proj_bias is not None else (None,) * 3
+
+        def heads(x, w, b, n):  # (n, N, E) -> (N * H, n, hd)
+            return T.transpose(T.reshape(F.linear(x, w, b), (n, N * H, hd)), 0, 1)
+
+        q, k, v = heads(query, w_q, b_q, L), heads(key, w_k, b_k, S), heads(value, w_v, b_v, S)
+        scores = T.matmul(T.mul(q, 1.0 / math.sqrt(hd)), T.transpose(k, 1, 2))  # (N * H, L, S)
+        mask = _additive(attn_mask, scores.dtype)
+        if mask is not None:
+            scores = T.add(scores, mask if mask.ndim == 2 else T.reshape(mask, (N * H, L, S)))
+        pad = _additive(key_padding_mask, scores.dtype)
+        if pad is not None:
+            pad = T.reshape(T.expand(T.reshape(pad, (N, 1, 1, S)), (N, H, 1, S)), (N * H, 1, S))
+            scores = T.add(scores, pad)
+        weights = F.softmax(scores, -1)
+        if self.dropout and self.training:
+            weights = F.dropout(weights, self.dropout)
+        out = T.reshape(T.transpose(T.matmul(weights, v), 0, 1), (L * N, E))
+        out = T.reshape(self.out_proj(out), (L, N, E))
+        out = T.squeeze(out, 1) if unbatched else (T.transpose(out, 0, 1) if self.batch_first else out)
+        if not need_weights:
+            return out, None
+        weights = T.reshape(weights, (N, H, L, S))
+        if average_attn_weights:
+            weights = T.mean(weights, 1)
+        return out, (T.squeeze(weights, 0) if unbatched else weights)
+
+
+def _activation(activation):
+    if callable(activation):
+        return activation
+    if activation == "relu":
+        return F.relu
+    if activation == "gelu":
+        return F.gelu
+    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention then a feed-forward block, each with a residual connection and
+    LayerNorm (after it, or before with ``norm_first``), as PyTorch's."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
+                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first, dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.activation = _activation(activation)
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        x = src
+        if self.norm_first:
+            x = T.add(x, self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal))
+            return T.add(x, self._ff_block(self.norm2(x)))
+        x = self.norm1(T.add(x, self._sa_block(x, src_mask, src_key_padding_mask, is_causal)))
+        return self.norm2(T.add(x, self._ff_block(x)))
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        out = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                             need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(out)
+
+    def _ff_block(self, x):
+        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+class TransformerEncoder(Module):
+    """``num_layers`` copies of ``encoder_layer`` applied in turn, then ``norm`` if given."""
+
+    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        x = src
+        for layer in self.layers:
+            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+        return self.norm(x) if self.norm is not None else x
+
+
+def generate_square_subsequent_mask(sz, dtype=None):
+    """The causal mask PyTorch's Transformer uses: 0 on and below the diagonal, -inf above."""
+    from ..composites import triu
+
+    return triu(creation.full((sz, sz), float("-inf"), dtype=dtype), diagonal=1)
