@@ -18,6 +18,14 @@ SCHEDULES = {
     "ExponentialLR": {"gamma": 0.9},
     "CosineAnnealingLR": {"T_max": 7, "eta_min": 0.01},
     "LinearLR": {"start_factor": 0.25, "total_iters": 6},
+    "ConstantLR": {"factor": 0.4, "total_iters": 4},
+    "PolynomialLR": {"total_iters": 12, "power": 2.0},
+    "MultiplicativeLR": {"lr_lambda": lambda e: 0.95 if e % 2 else 0.9},
+    "CosineAnnealingWarmRestarts": {"T_0": 3, "T_mult": 2, "eta_min": 0.001},
+    "CosineAnnealingWarmRestarts-1": {"T_0": 4},
+    "OneCycleLR": {"max_lr": 1.0, "total_steps": 20},
+    "OneCycleLR-three-phase-linear": {"max_lr": [1.0, 2.0], "total_steps": 21, "three_phase": True,
+                                      "anneal_strategy": "linear", "pct_start": 0.25},
 }
 
 
@@ -27,11 +35,49 @@ def test_rates_match_torch(name):
     for lib in (tg, torch):
         opt = lib.optim.SGD([{"params": [lib.nn.Parameter(lib.ones(1))]},
                              {"params": [lib.nn.Parameter(lib.ones(1))], "lr": 0.3}], lr=0.7)
-        sched = getattr(lib.optim.lr_scheduler, name)(opt, **SCHEDULES[name])
+        sched = getattr(lib.optim.lr_scheduler, name.split("-")[0])(opt, **SCHEDULES[name])
         seq = []
-        for _ in range(20):
+        for _ in range(19):
             opt.step()
             sched.step()
+            seq.append((sched.get_last_lr(), [g.get("momentum") for g in opt.param_groups]))
+        rates[lib] = seq
+    assert rates[tg] == rates[torch]
+
+
+def test_warm_restarts_at_fractional_epochs_and_chained_match_torch():
+    rates = {}
+    for lib in (tg, torch):
+        opt = lib.optim.SGD([lib.nn.Parameter(lib.ones(1))], lr=0.5)
+        warm = lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=3)
+        seq = []
+        for epoch in (0.5, 1.25, 2.0, 7.5, 9, 30.2):
+            warm.step(epoch)
+            seq.append(warm.get_last_lr())
+        opt = lib.optim.SGD([lib.nn.Parameter(lib.ones(1))], lr=0.5)
+        S = lib.optim.lr_scheduler
+        chained = S.ChainedScheduler([S.ExponentialLR(opt, 0.9), S.StepLR(opt, 3, 0.5)])
+        for _ in range(8):
+            opt.step()
+            chained.step()
+            seq.append(chained.get_last_lr())
+        rates[lib] = seq
+    assert rates[tg] == rates[torch]
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"mode": "max", "threshold_mode": "abs", "threshold": 0.1,
+                                         "patience": 1, "cooldown": 2, "min_lr": [0.05, 0.0]}], ids=str)
+def test_reduce_on_plateau_matches_torch(kwargs):
+    metrics = [1.0, 0.9, 0.95, 0.91, 0.92, 0.93, 0.5, 0.6, 0.6, 0.61, 0.7, 0.4] * 3
+    rates = {}
+    for lib in (tg, torch):
+        opt = lib.optim.SGD([{"params": [lib.nn.Parameter(lib.ones(1))]},
+                             {"params": [lib.nn.Parameter(lib.ones(1))], "lr": 0.3}], lr=0.7)
+        sched = lib.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, **dict({"patience": 2}, **kwargs))
+        seq = []
+        for m in metrics:
+            opt.step()
+            sched.step(m)
             seq.append(sched.get_last_lr())
         rates[lib] = seq
     assert rates[tg] == rates[torch]

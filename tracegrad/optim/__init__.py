@@ -1,4 +1,5 @@
-"""Optimizers (PyTorch's ``torch.optim``): SGD, Adam, AdamW, RMSprop, Adagrad, and
+"""Optimizers (PyTorch's ``torch.optim``): SGD, Adam, AdamW, NAdam, RAdam, Adamax, RMSprop,
+Adagrad, Adadelta, and
 ``lr_scheduler``.
 
 >>> import tracegrad as tg
@@ -12,8 +13,10 @@ True
 """
 from . import lr_scheduler
 from .adam import Adam, AdamW
+from .adam_variants import Adamax, NAdam, RAdam
 from .optimizer import Optimizer
-from .rmsprop import Adagrad, RMSprop
+from .rmsprop import Adadelta, Adagrad, RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "NAdam", "RAdam", "Adamax", "RMSprop", "Adagrad",
+           "Adadelta", "lr_scheduler"]

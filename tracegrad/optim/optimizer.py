@@ -113,7 +113,8 @@ class Optimizer:
         pass
 
     def _state_spec(self, group):
-        """``{name: "step" | "zeros"}``: the state tensors a parameter of ``group`` needs."""
+        """``{name: "step" | "one" | "zeros"}``: the state tensors a parameter of ``group``
+        needs (a scalar count from 0, a scalar 1, zeros like the parameter)."""
         return {}
 
     def _allocate_state(self, group):
@@ -129,8 +130,10 @@ class Optimizer:
                     trace.graph_break(f"{type(self).__name__} state '{name}' allocated inside a "
                                       "compiled function (run one eager step or create the "
                                       "optimizer before compiling)")
-                st[name] = (creation.zeros((), dtype=_dt.get_default_dtype()) if kind == "step"
-                            else creation.zeros_like(p.detach()))
+                if kind in ("step", "one"):
+                    st[name] = creation.full((), 1.0 if kind == "one" else 0.0, dtype=_dt.get_default_dtype())
+                else:
+                    st[name] = creation.zeros_like(p.detach())
 
     # ------------------------------------------------------------------ the update
     def step(self, closure=None):

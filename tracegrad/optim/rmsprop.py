@@ -1,4 +1,4 @@
-"""RMSprop and Adagrad (PyTorch's updates, operand order included).
+"""RMSprop, Adagrad and Adadelta (PyTorch's updates, operand order included).
 
 >>> import tracegrad as tg
 >>> w = tg.nn.Parameter(tg.tensor([1.0, -2.0]))
@@ -99,3 +99,33 @@ class Adagrad(Optimizer):
             st["sum"].add_(g * g)
             std = st["sum"].sqrt().add(eps)
             p.sub_((g / std) * clr)
+
+
+class Adadelta(Optimizer):
+    """``v = rho*v + (1-rho)*g*g``; ``d = sqrt(u + eps) / sqrt(v + eps) * g``;
+    ``u = rho*u + (1-rho)*d*d``; ``p -= lr * d``."""
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
+                 capturable=False, maximize=False, differentiable=False):
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize))
+
+    def _check_group(self, group):
+        _nonnegative(group, "lr", "eps", "weight_decay")
+
+    def _state_spec(self, group):
+        return {"step": "step", "square_avg": "zeros", "acc_delta": "zeros"}
+
+    def _update_group(self, group):
+        lr, rho, eps = self._lr(group), group["rho"], group["eps"]
+        for p, g in self._gradients(group):
+            st = self.state[p]
+            st["step"].add_(1)
+            if group["weight_decay"] != 0:
+                g = g.add(p, alpha=group["weight_decay"])
+            square_avg, acc_delta = st["square_avg"], st["acc_delta"]
+            square_avg.mul_(rho).add_(g.mul(1 - rho).mul(g))
+            delta = acc_delta.add(eps).sqrt().div(square_avg.add(eps).sqrt()).mul(g)
+            acc_delta.mul_(rho).add_(delta.mul(1 - rho).mul(delta))
+            p.add_(delta.mul(-lr))
