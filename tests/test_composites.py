@@ -71,7 +71,8 @@ CASES = {
     "diff": (lambda m, x: m.diff(x, 2, 0), [X]),
     "repeat_interleave": (lambda m, x: m.repeat_interleave(x, 3, 1), [X]),
     "repeat_interleave-flat": (lambda m, x: x.repeat_interleave(2), [X]),
-    "repeat_interleave-counts": (lambda m, x: m.repeat_interleave(x, m.tensor([1, 0, 3, 1, 2]), dim=-1), [X]),
+    "repeat_interleave-counts": (lambda m, x, r: m.repeat_interleave(x, r, dim=-1), [X, np.array([1, 0, 3, 1, 2])]),
+    "repeat_interleave-constant-counts": (lambda m, x: m.repeat_interleave(x, m.tensor([1, 0, 3, 1, 2]), dim=-1), [X]),
     "cross": (lambda m, x, y: m.cross(x[:3], y[1:4], dim=0), [X, Y]),
     "erfc-large": (lambda m, x: m.erfc(x * 3), [X]),
     "round-decimals": (lambda m, x: m.round(x * 100, decimals=-1) + m.round(x, decimals=2), [X]),
@@ -114,11 +115,22 @@ CASES = {
     "tensor_split-indices": (lambda m, x: m.cat([p.sum(0) * (k + 1) for k, p in enumerate(m.tensor_split(x, [1, -1, 9], dim=0))]), [X]),
     "take": (lambda m, x: m.take(x, m.tensor([[0, -1], [7, 3]])), [X]),
     "ravel": (lambda m, x: x.T.ravel(), [X]),
+    # statistics.py
+    "median": (lambda m, x: m.median(x) + m.median(x, 1).values.sum(), [X]),
+    "median-indices-nan": (lambda m, x: m.median(x, 0, keepdim=True).indices, [SPECIAL]),
+    "median-nan": (lambda m, x: m.median(x, 1).values, [SPECIAL]),
+    "quantile": (lambda m, x: m.quantile(x, 0.3) + m.quantile(x, 0.8, dim=0).sum(), [X]),
+    "quantile-many": (lambda m, x: m.quantile(x, m.tensor([0.1, 0.5, 0.9], dtype=m.float64), dim=1, keepdim=True), [X]),
+    "quantile-modes": (lambda m, x: sum(m.quantile(x, 0.55, dim=1, interpolation=k) for k in
+                                        ("lower", "higher", "midpoint", "nearest")), [X]),
+    "kthvalue": (lambda m, x: m.kthvalue(x, 3, 1).values + x.kthvalue(2, 1).indices, [X]),
 }
 
 # PyTorch differentiates cumsum(x, dtype=float32) in x's dtype (float64); here the cast is its
 # own node, so the running sum of the gradient is taken in float32
-DATA_DEPENDENT_SHAPES = {"repeat_interleave-counts"}  # the output's shape is read from a tensor
+# the output's shape is read from an input tensor (a constant made in the function is read
+# while tracing, as torch.compile does)
+DATA_DEPENDENT_SHAPES = {"repeat_interleave-counts"}
 GRAD_RTOL = {"cumsum-dtype": 1e-6}
 
 

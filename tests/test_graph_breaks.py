@@ -168,3 +168,18 @@ def test_breaks_log_topic(monkeypatch, caplog):
     with caplog.at_level(logging.INFO, logger="tracegrad"), pytest.warns(RuntimeWarning):
         cf(_x())
     assert "breaks] tg.compile: graph break in <lambda>: .item() on a traced tensor" in caplog.text
+
+
+def test_python_reads_of_constants_made_in_the_function_need_no_break():
+    """``.tolist()``, ``.item()`` and ``bool()`` of a tensor made from literals inside the
+    function read its data while tracing (the same at every trace); of an argument, or of a
+    value computed from one, they still break the graph."""
+    def f(x):
+        table = tg.tensor([2.0, 3.0])
+        scale = table.tolist()[1] + tg.tensor(0.5).item()
+        return x * scale if tg.tensor(1) else x
+
+    compiled = tg.compile(f, backend="c", fullgraph=True)
+    assert compiled(tg.ones(2)).tolist() == [3.5, 3.5]
+    with pytest.raises(tg.compiler.CompileError, match=r"\.item\(\) on a traced tensor"):
+        tg.compile(lambda x: x * (x.sum() + tg.tensor(1.0)).item(), backend="c", fullgraph=True)(tg.ones(2))

@@ -16,9 +16,10 @@ from . import _methods  # noqa: F401  (binds methods onto Tensor)
 from .ops import registry as _registry
 
 _registry._bind()
-from .creation import (arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full,
-                       full_like, linspace, manual_seed, ones, ones_like, rand, rand_like, randint,
-                       randn, randn_like, tensor, zeros, zeros_like)
+from .creation import (arange, as_tensor, bernoulli, empty, empty_like, eye, from_dlpack, from_numpy,
+                       full, full_like, linspace, manual_seed, multinomial, normal, ones, ones_like,
+                       poisson, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
+                       zeros_like)
 from .functional import *  # noqa: F401,F403
 from .functional import (abs, max, min, pow, round, sum)  # noqa: A004  (shadow builtins like torch)
 from .composites import *  # noqa: F401,F403
@@ -26,6 +27,7 @@ from .composites import all, any  # noqa: A004
 from .einsum import einsum, kron, tensordot  # noqa: F401
 from .layout import *  # noqa: F401,F403
 from .math_extras import *  # noqa: F401,F403
+from .statistics import *  # noqa: F401,F403
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import autograd

@@ -6,6 +6,7 @@ from . import dtypes as _dt
 from . import composites as C
 from . import layout as LY
 from . import math_extras as MX
+from . import statistics as ST
 from . import functional as F
 from . import indexing
 from .autograd import forward_ad, grad_mode
@@ -41,7 +42,7 @@ for _name in ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
     setattr(Tensor, _name, _method(getattr(F, _name)))
 for _name in C.__all__:
     setattr(Tensor, _name, _method(getattr(C, _name)))
-for _module in (MX, LY):
+for _module in (MX, LY, ST):
     for _name in _module.__all__:
         if _name != "meshgrid":  # (a function only, in PyTorch too)
             setattr(Tensor, _name, _method(getattr(_module, _name)))
@@ -263,5 +264,26 @@ Tensor.new_tensor = _new_tensor
 Tensor.view_as = lambda self, other: F.view(self, tuple(other.shape))
 Tensor.is_contiguous = lambda self, memory_format=None: bool(self._value.flags.c_contiguous) \
     if not self._is_traced else True
+def _bernoulli_method(self, p=None, generator=None):
+    from .creation import bernoulli
+
+    return bernoulli(self, p, generator=generator)
+
+
+def _bernoulli_(self, p=0.5, generator=None):
+    from .creation import bernoulli
+
+    return self.copy_(bernoulli(self, p, generator=generator))
+
+
+Tensor.bernoulli = _bernoulli_method
+Tensor.bernoulli_ = _bernoulli_
+def _multinomial_method(self, num_samples, replacement=False, *, generator=None):
+    from .creation import multinomial
+
+    return multinomial(self, num_samples, replacement, generator=generator)
+
+
+Tensor.multinomial = _multinomial_method
 Tensor.uniform_ = _random_fill("uniform_")
 Tensor.normal_ = _random_fill("normal_")

@@ -209,9 +209,12 @@ def manual_seed(seed):
     return default_generator.manual_seed(seed)
 
 
+_RANDOM_BREAK = "random tensor creation (tg.randn/rand/randint/normal/bernoulli/...) inside a compiled function"
+
+
 def _random(size, dtype, requires_grad, sample):
     if trace.current_tracer() is not None:
-        trace.graph_break("random tensor creation (tg.randn/rand/randint) inside a compiled function")
+        trace.graph_break(_RANDOM_BREAK)
     dt = _float(dtype)
     return _wrap(sample(_shape(size)).astype(dt.np), dt, requires_grad)
 
@@ -234,6 +237,68 @@ def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
     g = generator or default_generator
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
     return _random(size, dt, False, lambda s: g.rng.integers(low, high, s))
+
+
+def randperm(n, dtype=None, generator=None, requires_grad=False, device=None):
+    """A random permutation of ``0 .. n-1`` (int64 unless ``dtype`` says otherwise)."""
+    g = generator or default_generator
+    dt = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
+    return _random((int(n),), dt, requires_grad, lambda s: g.rng.permutation(s[0]))
+
+
+def _values(x):
+    """The array of a random op's parameter (read eagerly: a traced call breaks the graph
+    first, as _random would)."""
+    if trace.current_tracer() is not None:
+        trace.graph_break(_RANDOM_BREAK)
+    return x._value if isinstance(x, Tensor) else np.asarray(x)
+
+
+def bernoulli(input, p=None, generator=None):
+    """1 with probability ``input`` (or ``p``), else 0, elementwise, in ``input``'s dtype."""
+    g = generator or default_generator
+    probs = _values(input) if p is None else np.broadcast_to(np.asarray(p), _values(input).shape)
+    if ((probs < 0) | (probs > 1)).any():
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true")
+    dt = input.dtype if isinstance(input, Tensor) else _float(None)
+    return _random(probs.shape, dt, False, lambda s: (g.rng.random(s) < probs))
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires_grad=False):
+    """Samples of N(mean, std^2): tensors broadcast together, or numbers with ``size``."""
+    g = generator or default_generator
+    m, sd = _values(mean), _values(std)
+    if (sd < 0).any():
+        raise RuntimeError(f"normal expects all elements of std >= 0.0, got {sd.min()}")
+    shape = _shape(size) if size is not None else np.broadcast_shapes(m.shape, sd.shape)
+    tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
+    dt = dtype or (tensors[0].dtype if tensors else None)
+    return _random(shape, dt, requires_grad, lambda s: g.rng.normal(m, sd, s))
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """``num_samples`` category indices per row of ``input`` (non-negative weights), drawn with
+    or without replacement."""
+    g = generator or default_generator
+    w = _values(input).astype(np.float64)
+    if w.ndim not in (1, 2):
+        raise RuntimeError(f"prob_dist must be 1 or 2 dim, got {w.ndim}")
+    rows = w.reshape(-1, w.shape[-1])
+    if (rows < 0).any() or not np.isfinite(rows).all() or (rows.sum(1) <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0, or a "
+                           "negative, inf or nan entry)")
+    if not replacement and num_samples > (rows > 0).sum(1).min():
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    picks = np.stack([g.rng.choice(len(r), num_samples, replace=replacement, p=r / r.sum()) for r in rows])
+    return _random(picks.reshape(w.shape[:-1] + (num_samples,)).shape, _dt.int64, False,
+                   lambda s: picks.reshape(s))
+
+
+def poisson(input, generator=None):
+    """Samples of Poisson(rate) for each rate of ``input``, in its dtype."""
+    g = generator or default_generator
+    rates = _values(input)
+    return _random(rates.shape, input.dtype, False, lambda s: g.rng.poisson(rates, s))
 
 
 def randn_like(t, dtype=None, requires_grad=False):

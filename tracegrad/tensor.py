@@ -393,31 +393,36 @@ class Tensor:
             a = a.astype(dtype, copy=False)
         return a.copy() if copy else a
 
-    def item(self):
+    def _readable(self, what):
+        """The array a Python-level read of this tensor sees: its own, or while tracing, the
+        data of a compile-time constant (made in the traced function; the same at every
+        trace, so the read needs no guard); anything else traced breaks the graph."""
         if self._is_traced:
-            _graph_break(".item() on a traced tensor")
-        _outside_read(self, ".item()")
-        if self.numel() != 1:
+            if getattr(self._value, "is_constant", False) and self._value.data is not None:
+                return np.asarray(self._value.data)
+            _graph_break(f"{what} on a traced tensor"
+                         + (" (Python control flow on a tensor value)" if what == "bool()" else ""))
+        _outside_read(self, what)
+        return self._value
+
+    def item(self):
+        value = self._readable(".item()")
+        if value.size != 1:
             raise RuntimeError(
-                f"a Tensor with {self.numel()} elements cannot be converted to Scalar"
+                f"a Tensor with {value.size} elements cannot be converted to Scalar"
             )
-        return self._value.reshape(()).item()
+        return value.reshape(()).item()
 
     def tolist(self):
-        if self._is_traced:
-            _graph_break(".tolist() on a traced tensor")
-        _outside_read(self, ".tolist()")
-        return self._value.tolist()
+        return self._readable(".tolist()").tolist()
 
     def __bool__(self):
-        if self._is_traced:
-            _graph_break("bool() on a traced tensor (Python control flow on a tensor value)")
-        _outside_read(self, "bool()")
-        if self.numel() != 1:
+        value = self._readable("bool()")
+        if value.size != 1:
             raise RuntimeError(
-                f"Boolean value of Tensor with {self.numel()} elements is ambiguous"
+                f"Boolean value of Tensor with {value.size} elements is ambiguous"
             )
-        return bool(self._value.reshape(()))
+        return bool(value.reshape(()))
 
     def __float__(self):
         return float(self.item())

@@ -1,0 +1,106 @@
+"""Order statistics under PyTorch's names: ``median``, ``quantile``, ``kthvalue``. Made of
+``sort`` and gathers, so the gradient reaches the selected elements (interpolated ones in
+proportion), as PyTorch's; a row holding NaN gives NaN, as PyTorch's.
+
+>>> import tracegrad as tg
+>>> tg.median(tg.tensor([3.0, 1.0, 4.0, 2.0]))
+tensor(2.)
+>>> tg.quantile(tg.tensor([1.0, 2.0, 3.0, 4.0]), 0.5)
+tensor(2.5000)
+"""
+from __future__ import annotations
+
+import math
+
+from . import dtypes as _dt
+from . import functional as F
+from .composites import isnan, movedim
+from .ops.shapes import wrap_dim
+from .tensor import Tensor
+
+__all__ = ["median", "quantile", "kthvalue"]
+
+
+def _sorted_along(x, dim):
+    """(values, indices) sorted ascending along ``dim``, NaN last (sort's order)."""
+    return F.sort(x, dim=dim)
+
+
+def _nan_rows(x, dim, keepdim):
+    return F.amax(F.cast(isnan(x), _dt.int64), dim, keepdim=keepdim) > 0 if x.dtype.is_floating_point else None
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The ``k``-th smallest element along ``dim`` and its index."""
+    d = wrap_dim(dim, max(input.ndim, 1))
+    n = input.shape[d] if input.ndim else 1
+    if not 1 <= k <= n:
+        raise IndexError(f"kthvalue(): selected number k out of range for dimension {dim}")
+    values, indices = _sorted_along(input, d)
+    picked = [F.narrow(t, d, k - 1, 1) for t in (values, indices)]
+    if not keepdim and input.ndim:
+        picked = [F.squeeze(t, d) for t in picked]
+    return F.values_indices(*picked)
+
+
+def median(input, dim=None, keepdim=False):
+    """The lower median (of the flattened input, or along ``dim`` with its index); NaN where
+    the elements include NaN (the index then is a NaN's, and so is the gradient)."""
+    if dim is None:
+        flat = F.reshape(input, (-1,))
+        if flat.shape[0] == 0:
+            return F.to_tensor(math.nan, input.dtype)
+        return F.reshape(median(flat, 0).values, ())
+    d = wrap_dim(dim, max(input.ndim, 1))
+    n = input.shape[d] if input.ndim else 1
+    indices = kthvalue(input, (n + 1) // 2, d, keepdim=True).indices
+    nan = _nan_rows(input, d, True)
+    if nan is not None:
+        indices = F.where(nan, F.argmax(F.cast(isnan(input), _dt.int64), d, keepdim=True), indices)
+    values = F.gather(input, d, indices) if input.ndim else input
+    if not keepdim and input.ndim:
+        values, indices = F.squeeze(values, d), F.squeeze(indices, d)
+    return F.values_indices(values, indices)
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The ``q``-quantiles (a number, or a 1-d tensor: then a leading dim of them) of the
+    flattened input or along ``dim``, interpolated as ``interpolation`` says."""
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError(f"quantile() interpolation must be one of {', '.join(_INTERPOLATIONS)}. "
+                         f"Got {interpolation}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"quantile() input tensor must be either float or double dtype, got {input.dtype}")
+    qs = q.tolist() if isinstance(q, Tensor) else q
+    scalar_q = not isinstance(qs, (list, tuple))
+    qs = [qs] if scalar_q else list(qs)
+    if any(not 0 <= v <= 1 for v in qs):
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    x, d = (F.reshape(input, (-1,)), 0) if dim is None else (input, wrap_dim(dim, max(input.ndim, 1)))
+    n = x.shape[d]
+    values = _sorted_along(x, d).values
+    out = []
+    for v in qs:
+        pos = v * (n - 1)
+        lo, hi = math.floor(pos), math.ceil(pos)
+        if interpolation == "nearest":
+            lo = hi = round(pos)  # (half to even, as PyTorch's)
+        elif interpolation == "lower":
+            hi = lo
+        elif interpolation == "higher":
+            lo = hi
+        a, b = F.narrow(values, d, lo, 1), F.narrow(values, d, hi, 1)
+        weight = {"linear": pos - lo, "midpoint": 0.5}.get(interpolation, 0.0) if lo != hi else 0.0
+        out.append(a if weight == 0.0 else F.add(a, F.mul(F.sub(b, a), weight)))
+    result = F.cat(out, d) if len(out) > 1 else out[0]  # the q's along d for now
+    nan = _nan_rows(x, d, True)
+    result = F.where(nan, math.nan, result)
+    result = movedim(result, d, 0)  # the q's first, then the other dims of x
+    if dim is None and keepdim:
+        result = F.reshape(result, (len(qs),) + (1,) * input.ndim)
+    elif dim is not None and keepdim:
+        result = F.unsqueeze(result, d + 1)
+    return F.squeeze(result, 0) if scalar_q else result
