@@ -541,3 +541,21 @@ def test_split_driver_clean_under_asan(split_built, tmp_path):
                    check=True, capture_output=True, text=True)
     run_driver(exe, d, sp.example_inputs(), "run")
     run_driver(exe, d, sp.example_inputs(), "bad")
+
+
+def test_exported_linear_solve_and_its_gradient(tmp_path):
+    """A solve, a determinant and their gradients run in the exported C library (the LU
+    kernels are part of every library's runtime) as eagerly."""
+    A = tg.tensor(np.eye(3) * 2 + np.arange(9.0).reshape(3, 3) * 0.1, requires_grad=True)
+
+    def solve_and_grad(b):
+        x = tg.linalg.solve(A, b)
+        loss = x.square().sum() + tg.linalg.det(A)
+        return x, tg.autograd.grad(loss, A)[0]
+
+    args = (tg.tensor(np.arange(6.0).reshape(3, 2)),)
+    ep = tg.export(solve_and_grad, *args)
+    exe = build(ep, tmp_path)
+    run_driver(exe, tmp_path, ep.example_inputs(), "run")
+    assert_close(read_outputs(ep, tmp_path), [r.detach().numpy() for r in solve_and_grad(*args)],
+                 rtol=1e-10, atol=1e-10)

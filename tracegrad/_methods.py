@@ -47,6 +47,22 @@ for _module in (MX, LY, ST):
         if _name != "meshgrid":  # (a function only, in PyTorch too)
             setattr(Tensor, _name, _method(getattr(_module, _name)))
 Tensor.repeat = _method(LY.repeat)
+
+
+def _linalg_method(name):
+    def m(self, *args, **kwargs):
+        from . import linalg  # (linalg's primitives register after this module)
+
+        return getattr(linalg, name)(self, *args, **kwargs)
+
+    m.__name__ = name
+    return m
+
+
+Tensor.inverse = _linalg_method("inv")
+Tensor.det = _linalg_method("det")
+Tensor.slogdet = _linalg_method("slogdet")
+Tensor.matrix_power = _linalg_method("matrix_power")
 Tensor.allclose = _method(F.allclose)
 
 Tensor.multiply = Tensor.mul

@@ -13,6 +13,8 @@ domain              values                                                      
 ``"nonzero"``       +-uniform in [0.5, 2] (away from kinks at 0)                  float
 ``"small"``         uniform in [-0.5, 0.5] (e.g. tan, far from its poles)         float
 ``"above_one"``     uniform in [1.25, 3] (acosh's domain)                         float
+``"well_conditioned"`` square matrices: 2 I + uniform in [-0.5, 0.5] (inverses,    float
+                    determinants and solves far from singular)
 ``"bool"``          random True/False                                            bool
 ``"index"``         ``("index", shape, high)``: integers in [0, high)            int64
 ``"unique_index"``  ``("unique_index", shape, high)``: distinct integers in       int64
@@ -33,7 +35,7 @@ import zlib
 import numpy as np
 
 DEFAULT_SHAPE = (3, 4)
-FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "above_one")
+FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "above_one", "well_conditioned")
 INT_DOMAINS = ("index", "unique_index", "seed")
 DOMAINS = FLOAT_DOMAINS + ("bool",) + INT_DOMAINS
 
@@ -75,6 +77,8 @@ def materialize(spec, dtype=np.float64, seed=0):
         return rng.uniform(-0.5, 0.5, shape).astype(dtype)
     if domain == "above_one":
         return rng.uniform(1.25, 3, shape).astype(dtype)
+    if domain == "well_conditioned":
+        return (rng.uniform(-0.5, 0.5, shape) + 2 * np.eye(shape[-1])).astype(dtype)
     if domain == "bool":
         return rng.random(shape) > 0.5
     if domain == "index":

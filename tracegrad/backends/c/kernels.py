@@ -372,3 +372,87 @@ def dropout_mask(lw, n):
 
 def nonzero(lw, n):
     raise Unsupported("nonzero", "its output shape depends on the data")
+
+
+# ----------------------------------------------------------------------------- dense linear algebra
+def _matrix_loops(lw, n, operands):
+    """Loops over the output's batch dims: ``(loops, offsets)`` where ``offsets[k]`` is the C
+    expression of operand k's matrix offset (``operands``: (view, matrix elements) pairs; a
+    batch dim of size 1 broadcasts), the output last."""
+    batch = tuple(n.out.shape[:-2])
+    loops = [(f"b{i}", s) for i, s in enumerate(batch)]
+    offsets = []
+    for view, shape, elems in operands:
+        own = (1,) * (len(batch) - len(shape)) + tuple(shape)
+        stride, terms = elems, []
+        for i in reversed(range(len(batch))):
+            terms.append((f"b{i}", 0 if own[i] == 1 else stride))
+            stride *= own[i]
+        offsets.append(f"{_ptr(view)} + {_idx(terms)}")
+    return loops, offsets
+
+
+def _lu_workspace(lw, x):
+    """(n, LU buffer, permutation buffer) for x's n x n matrices."""
+    size = x.shape[-1]
+    lu = lw._work(ctype_of(x.dtype), max(size * size, 1), x.dtype.itemsize)
+    return size, lu, lw._work("int64_t", max(size, 1), 8)
+
+
+def _work_views(lu, perm, size):
+    return View(lu.name, 0, (max(size * size, 1),), (1,)), View(perm.name, 0, (max(size, 1),), (1,))
+
+
+def linalg_inv(lw, n):
+    """Each matrix's inverse: LU, then a solve against the identity (return 1 when singular:
+    the interpreter then raises the error)."""
+    x = n.inputs[0]
+    size, lu, perm = _lu_workspace(lw, x)
+    xv, ov = lw.contiguous(x), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    ct = ctype_of(x.dtype)
+    loops, (src, dst) = _matrix_loops(lw, n, [(xv, x.shape[:-2], size * size),
+                                              (ov, n.out.shape[:-2], size * size)])
+    body = [f"memcpy({lu.name}, {src}, {size * size} * sizeof({ct}));",
+            f"if (!tg_lu_{ct}({size}, {lu.name}, {perm.name})) return 1;",
+            f"tg_lu_solve_{ct}({size}, {size}, {lu.name}, {perm.name}, 0, 0, {dst}, {size});"]
+    _raw(lw, _block(_loops(loops, body)), [xv, ov, *_work_views(lu, perm, size)], "linalg_inv")
+
+
+def linalg_det(lw, n):
+    """Each matrix's determinant: the permutation's sign times the LU diagonal's product (0
+    when a pivot is exactly zero), as LAPACK-based NumPy computes it."""
+    x = n.inputs[0]
+    size, lu, perm = _lu_workspace(lw, x)
+    xv, ov = lw.contiguous(x), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    ct = ctype_of(x.dtype)
+    batch = tuple(n.out.shape)
+    loops = [(f"b{i}", s) for i, s in enumerate(batch)]
+    flat = _idx([(f"b{i}", _prod(batch[i + 1:])) for i in range(len(batch))])
+    body = [f"memcpy({lu.name}, {_ptr(xv)} + ({flat})*{size * size}, {size * size} * sizeof({ct}));",
+            f"{ct} d = ({ct})tg_lu_{ct}({size}, {lu.name}, {perm.name});",
+            f"for (int64_t i = 0; i < {size}; i++) d *= {lu.name}[i * {size + 1}];",
+            f"{_ptr(ov)}[{flat}] = d;"]
+    _raw(lw, _block(_loops(loops, body)), [xv, ov, *_work_views(lu, perm, size)], "linalg_det")
+
+
+def linalg_solve(lw, n):
+    """``X = A^-1 B`` per matrix pair (batches broadcast): LU of A, then substitution for each
+    column of B (return 1 when A is singular)."""
+    a, b = n.inputs
+    size, lu, perm = _lu_workspace(lw, a)
+    cols = n.out.shape[-1]
+    av, bv, ov = lw.contiguous(a), lw.contiguous(b), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    ct = ctype_of(a.dtype)
+    loops, (asrc, bsrc, dst) = _matrix_loops(lw, n, [(av, a.shape[:-2], size * size),
+                                                     (bv, b.shape[:-2], size * cols),
+                                                     (ov, n.out.shape[:-2], size * cols)])
+    body = [f"memcpy({lu.name}, {asrc}, {size * size} * sizeof({ct}));",
+            f"if (!tg_lu_{ct}({size}, {lu.name}, {perm.name})) return 1;",
+            f"tg_lu_solve_{ct}({size}, {cols}, {lu.name}, {perm.name}, {bsrc}, {cols}, {dst}, {cols});"]
+    _raw(lw, _block(_loops(loops, body)), [av, bv, ov, *_work_views(lu, perm, size)], "linalg_solve")
