@@ -273,22 +273,24 @@ class OpNode(Node):
     """The backward of one registry primitive: calls its VJP rule on the saved values."""
 
     def __init__(self, op, inputs, attrs, out):
-        # (the fields read directly: a node is made for every recorded op, and the properties'
-        # calls were a tenth of an eager op's cost)
+        # One pass over the inputs, fields read directly: a node is made for every recorded op
+        # (the properties, comprehensions and Node.__init__ call were a quarter of its cost).
         skip = op.nondiff_inputs
-        edges = [gradient_edge(t) if t._requires_grad and i not in skip else None
-                 for i, t in enumerate(inputs)]
-        super().__init__([e if e is not None else (None, 0) for e in edges])
+        nexts, needs, meta = [], [], []
+        for i, t in enumerate(inputs):
+            meta.append((tuple(t._value.shape), t._dtype))
+            wanted = t._requires_grad and i not in skip
+            nexts.append(gradient_edge(t) if wanted else (None, 0))
+            needs.append(wanted)
+        self._next_functions = tuple(nexts)  # (Node.__init__, inline)
+        self._seq_nr = next(Node._seq)
         self.op = op
         self.attrs = attrs
-        self.input_meta = [(tuple(t._value.shape), t._dtype) for t in inputs]
-        self.needs_input_grad = tuple(e is not None for e in edges)
-        self.saved = {}
+        self.input_meta = meta
+        self.needs_input_grad = tuple(needs)
+        self.saved = saved = {}
         for key in op.save:
-            if key == "out":
-                self.saved[key] = SavedTensor(out, self, is_output=True)
-            else:
-                self.saved[key] = SavedTensor(inputs[key])
+            saved[key] = SavedTensor(out, self, is_output=True) if key == "out" else SavedTensor(inputs[key])
 
     @classmethod
     def attach(cls, op, inputs, attrs, out):
