@@ -430,3 +430,35 @@ def test_resampling_network_trains_compiled_as_eager_and_as_torch():
     assert abs(compiled(tg.tensor(x), tg.tensor(y)).item() - got) < 1e-5
     for a, p in zip(after, ours.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), a, rtol=1e-4, atol=1e-5)
+
+
+LOSSES = {  # name: (constructor args, input arrays; targets as the torch module expects them)
+    "MarginRankingLoss": ((0.3,), [X[:, 0], Y01[:, 0] * 2 - 0.5, np.sign(X[:, 1])]),
+    "HingeEmbeddingLoss": ((0.7,), [X, np.sign(P - 0.5)]),
+    "SoftMarginLoss": ((), [X, np.sign(P - 0.5)]),
+    "CosineEmbeddingLoss": ((0.1,), [X, P, np.sign(X[:, 0])]),
+    "TripletMarginLoss": ((2.0, 3.0), [X, P, Y01]),
+    "GaussianNLLLoss": ((), [X, Y01, P + 0.1]),
+    "PoissonNLLLoss": ((True, True), [X, Y01 * 3]),
+    "MultiLabelSoftMarginLoss": ((), [X, Y01]),
+    "PairwiseDistance": ((1.5,), [X, P]),
+    "CosineSimilarity": ((0,), [X, P]),
+    "InstanceNorm1d": ((2, 1e-4), [X.reshape(2, 2, 6)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_more_losses_and_distances_match_torch(name):
+    args, arrays = LOSSES[name]
+    ours, theirs = getattr(tg.nn, name)(*args), getattr(torch.nn, name)(*args)
+    assert repr(ours) == repr(theirs)
+    oi, ti = _tensors(tg, arrays), _tensors(torch, arrays)
+    yo, yt = ours(*oi), theirs(*ti)
+    np.testing.assert_allclose(yo.detach().numpy(), yt.detach().numpy(), rtol=1e-10, atol=1e-12)
+    cot = RNG.standard_normal(tuple(yt.shape))
+    yo.backward(tg.tensor(cot))
+    yt.backward(torch.tensor(cot))
+    np.testing.assert_allclose(oi[0].grad.numpy(), ti[0].grad.numpy(), rtol=1e-9, atol=1e-12)
+    compiled = tg.compile(lambda *xs: ours(*xs), backend="c", fullgraph=True)
+    f32 = [tg.tensor(a.astype(np.float32)) for a in arrays]
+    np.testing.assert_allclose(compiled(*f32).numpy(), ours(*f32).detach().numpy(), rtol=1e-5, atol=1e-6)

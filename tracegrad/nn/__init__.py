@@ -18,9 +18,13 @@ from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Lin
                      ReLU, Sigmoid, Softmax, Tanh, Unflatten)
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
                    SmoothL1Loss)
-from .layers_more import (LAYERS_MORE, CELU, SELU, AdaptiveAvgPool1d, AdaptiveAvgPool2d, Dropout2d,
-                          Hardshrink, Hardsigmoid, Hardswish, KLDivLoss, PixelShuffle, PixelUnshuffle,
-                          PReLU, ReLU6, Softmin, Softshrink, Tanhshrink, Threshold, Upsample)
+from .layers_more import (LAYERS_MORE, CELU, SELU, AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa: F401
+                          CosineEmbeddingLoss, CosineSimilarity, Dropout2d, GaussianNLLLoss,
+                          Hardshrink, Hardsigmoid, Hardswish, HingeEmbeddingLoss, InstanceNorm1d,
+                          InstanceNorm2d, KLDivLoss, MarginRankingLoss, MultiLabelSoftMarginLoss,
+                          PairwiseDistance, PixelShuffle, PixelUnshuffle, PoissonNLLLoss, PReLU,
+                          ReLU6, Softmin, SoftMarginLoss, Softshrink, Tanhshrink, Threshold,
+                          TripletMarginLoss, Upsample)
 from .module import Module
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer

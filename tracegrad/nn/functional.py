@@ -874,3 +874,8 @@ from .functional_more import *  # noqa: E402,F401,F403  (more of torch.nn.functi
 from .functional_more import __all__ as _more  # noqa: E402
 
 __all__ += _more
+
+from .losses_more import *  # noqa: E402,F401,F403  (more losses and distances)
+from .losses_more import __all__ as _losses  # noqa: E402
+
+__all__ += _losses

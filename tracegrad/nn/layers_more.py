@@ -148,6 +148,108 @@ class Dropout2d(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
+def _loss(name, fn, options):
+    """A loss module calling ``fn(*inputs, **options, reduction=...)``; ``options`` are its
+    constructor's keyword arguments and their defaults."""
+    def __init__(self, *args, reduction="mean", size_average=None, reduce=None, **kwargs):
+        _Loss.__init__(self, reduction)
+        values = dict(options, **dict(zip(options, args)), **kwargs)
+        for key in values:
+            if key not in options:
+                raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+        self._options = values
+
+    def forward(self, *inputs):
+        return fn(*inputs, **self._options, reduction=self.reduction)
+
+    return type(name, (_Loss,), {"__init__": __init__, "forward": forward, "__module__": __name__,
+                                 "__doc__": f"``F.{fn.__name__}`` as a module."})
+
+
+MarginRankingLoss = _loss("MarginRankingLoss", F.margin_ranking_loss, {"margin": 0.0})
+HingeEmbeddingLoss = _loss("HingeEmbeddingLoss", F.hinge_embedding_loss, {"margin": 1.0})
+SoftMarginLoss = _loss("SoftMarginLoss", F.soft_margin_loss, {})
+CosineEmbeddingLoss = _loss("CosineEmbeddingLoss", F.cosine_embedding_loss, {"margin": 0.0})
+TripletMarginLoss = _loss("TripletMarginLoss", F.triplet_margin_loss,
+                          {"margin": 1.0, "p": 2.0, "eps": 1e-6, "swap": False})
+GaussianNLLLoss = _loss("GaussianNLLLoss", F.gaussian_nll_loss, {"full": False, "eps": 1e-6})
+PoissonNLLLoss = _loss("PoissonNLLLoss", F.poisson_nll_loss, {"log_input": True, "full": False, "eps": 1e-8})
+
+
+class MultiLabelSoftMarginLoss(_Loss):
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        return F.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class PairwiseDistance(Module):
+    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+class CosineSimilarity(Module):
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class _InstanceNorm(Module):
+    """Each channel of each sample normalised over its spatial dims; ``affine`` adds a
+    per-channel weight (ones) and bias (zeros). Running statistics are not supported."""
+
+    dims = 1
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
+                 device=None, dtype=None, bias=True):
+        super().__init__()
+        if track_running_stats:
+            raise NotImplementedError(f"{type(self).__name__}: track_running_stats=True is not supported")
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        self._has_bias = affine and bias
+        if affine:
+            self.weight = Parameter(creation.ones(num_features, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        if self._has_bias:
+            self.bias = Parameter(creation.zeros(num_features, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, input):
+        if input.ndim not in (self.dims + 1, self.dims + 2):
+            raise ValueError(f"expected {self.dims + 1}D or {self.dims + 2}D input (got {input.ndim}D input)")
+        unbatched = input.ndim == self.dims + 1
+        x = input.unsqueeze(0) if unbatched else input
+        out = F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+        return out.squeeze(0) if unbatched else out
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self._has_bias}, track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    dims = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    dims = 2
+
+
 LAYERS_MORE = ["ReLU6", "SELU", "CELU", "Hardswish", "Hardsigmoid", "Softmin", "Tanhshrink",
                "Threshold", "Softshrink", "Hardshrink", "PReLU", "KLDivLoss", "AdaptiveAvgPool1d",
-               "AdaptiveAvgPool2d", "Upsample", "PixelShuffle", "PixelUnshuffle", "Dropout2d"]
+               "AdaptiveAvgPool2d", "Upsample", "PixelShuffle", "PixelUnshuffle", "Dropout2d",
+               "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss",
+               "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss", "MultiLabelSoftMarginLoss",
+               "PairwiseDistance", "CosineSimilarity", "InstanceNorm1d", "InstanceNorm2d"]

@@ -1,0 +1,131 @@
+"""More of ``torch.nn.functional``'s losses and distances, re-exported by
+``tracegrad.nn.functional``: margin ranking, hinge embedding, soft margin, cosine embedding,
+triplet margin, Gaussian and Poisson negative log-likelihoods, multilabel soft margin,
+``pairwise_distance`` and ``instance_norm``. Each follows PyTorch's formula term by term, so
+values and gradients agree with its kernels (its epsilons included).
+
+>>> import tracegrad as tg
+>>> import tracegrad.nn.functional as F
+>>> F.margin_ranking_loss(tg.tensor([1.0, 2.0]), tg.tensor([2.0, 1.0]), tg.tensor([1.0, 1.0]))
+tensor(0.5000)
+"""
+from __future__ import annotations
+
+import math
+
+from .. import functional as T
+from ..composites import norm
+
+__all__ = ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
+           "pairwise_distance", "triplet_margin_loss", "gaussian_nll_loss", "poisson_nll_loss",
+           "multilabel_soft_margin_loss", "instance_norm"]
+
+
+def _reduce(loss, reduction):
+    from .functional import _reduce as reduce_
+
+    return reduce_(loss, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
+    """``max(0, -target * (input1 - input2) + margin)``."""
+    return _reduce(T.clamp(T.add(T.mul(T.neg(target), T.sub(input1, input2)), margin), min=0.0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, reduction="mean"):
+    """``input`` where target is 1, ``max(0, margin - input)`` where it is -1."""
+    zero = T.mul(input, 0.0)
+    margin_part = T.where(T.ne(target, 1), T.clamp(T.sub(margin, input), min=0.0), zero)
+    self_part = T.where(T.ne(target, -1), input, zero)
+    return _reduce(T.add(margin_part, self_part), reduction)
+
+
+def soft_margin_loss(input, target, reduction="mean"):
+    """``log(1 + exp(-target * input))``."""
+    return _reduce(T.log1p(T.exp(T.mul(T.neg(target), input))), reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
+    """``1 - cos`` where target is 1, ``max(0, cos - margin)`` where it is -1 (cosine along the
+    last dim, with PyTorch's 1e-12 added to each squared norm)."""
+    eps = 1e-12
+    dim = input1.ndim - 1
+    dot = T.sum(T.mul(input1, input2), dim)
+    mag1 = T.add(T.sum(T.mul(input1, input1), dim), eps)
+    mag2 = T.add(T.sum(T.mul(input2, input2), dim), eps)
+    cos = T.div(dot, T.sqrt(T.mul(mag1, mag2)))
+    zero = T.mul(cos, 0.0)
+    pos = T.where(T.eq(target, 1), T.sub(1.0, cos), zero)
+    neg = T.where(T.eq(target, -1), T.clamp(T.sub(cos, margin), min=0.0), zero)
+    return _reduce(T.add(pos, neg), reduction)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """``||x1 - x2 + eps||_p`` along the last dim."""
+    return norm(T.add(T.sub(x1, x2), eps), p, -1, keepdim)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        reduction="mean"):
+    """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with pairwise distances;
+    ``swap`` uses ``min(d(a, n), d(p, n))``."""
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = T.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(T.clamp(T.add(T.sub(d_pos, d_neg), margin), min=0.0), reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """``0.5 * (log(var) + (input - target)^2 / var)`` (plus ``0.5 log(2 pi)`` with ``full``);
+    ``var`` is clamped below at ``eps`` without stopping its gradient, as PyTorch does. A
+    negative ``var`` raises eagerly; a compiled function gives NaN (the check would read data)."""
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = T.unsqueeze(var, -1)
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    if not var._is_traced and (var.detach() < 0).any().item():  # (a compiled call: NaN instead)
+        raise ValueError("var has negative entry/entries")
+    var = T.add(var, T.sub(T.clamp(var, min=eps), var).detach())  # clamped value, identity gradient
+    loss = T.mul(T.add(T.log(var), T.div(T.square(T.sub(input, target)), var)), 0.5)
+    if full:
+        loss = T.add(loss, 0.5 * math.log(2 * math.pi))
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """``exp(input) - target * input`` (``log_input``) or ``input - target * log(input + eps)``;
+    ``full`` adds Stirling's approximation of ``log(target!)`` where target > 1."""
+    if log_input:
+        loss = T.sub(T.exp(input), T.mul(target, input))
+    else:
+        loss = T.sub(input, T.mul(target, T.log(T.add(input, eps))))
+    if full:
+        safe = T.where(T.gt(target, 1), target, 1.0)
+        stirling = T.add(T.sub(T.mul(safe, T.log(safe)), safe), T.mul(T.log(T.mul(safe, 2 * math.pi)), 0.5))
+        loss = T.add(loss, T.where(T.gt(target, 1), stirling, 0.0))
+    return _reduce(loss, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, reduction="mean"):
+    """``-(y log sigmoid(x) + (1 - y) log sigmoid(-x))`` averaged over the classes (the last
+    dim), then reduced over the batch."""
+    from .functional import logsigmoid
+
+    loss = T.neg(T.add(T.mul(target, logsigmoid(input)), T.mul(T.sub(1.0, target), logsigmoid(T.neg(input)))))
+    if weight is not None:
+        loss = T.mul(loss, weight)
+    return _reduce(T.mean(loss, input.ndim - 1), reduction)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Each channel of each sample normalised over its spatial dims (biased variance), then
+    an optional per-channel scale and shift. Running statistics are not supported."""
+    if running_mean is not None or running_var is not None or not use_input_stats:
+        raise NotImplementedError("instance_norm: running statistics are not supported")
+    from .functional import group_norm
+
+    return group_norm(input, input.shape[1], weight, bias, eps)
