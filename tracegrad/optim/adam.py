@@ -54,17 +54,11 @@ class Adam(Optimizer):
         return spec
 
     def _update_group(self, group):
-        lr, eps, wd = self._lr(group), group["eps"], group["weight_decay"]
+        lr, eps = self._lr(group), group["eps"]
         beta1, beta2 = group["betas"]
-        for p, g in self._gradients(group):
-            st = self.state[p]
+        for p, g, st in self._stepped(group, l2=False):
             step, exp_avg, exp_avg_sq = st["step"], st["exp_avg"], st["exp_avg_sq"]
-            step.add_(1)
-            if wd != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(1 - lr * wd)
-                else:
-                    g = g.add(p, alpha=wd)
+            g = self._decayed_gradient(group, p, g, lr)
             # the operand order follows PyTorch's kernels (lerp_, addcmul_, addcdiv_) so that
             # float32 results agree to the last bits as far as possible
             exp_avg.add_((g - exp_avg).mul(1 - beta1))
@@ -78,6 +72,19 @@ class Adam(Optimizer):
                 second.copy_(TF.maximum(second, exp_avg_sq))
             denom = (second.sqrt() / bias_correction2_sqrt).add(eps)
             p.add_(exp_avg.mul(-step_size).div(denom))
+
+
+    @staticmethod
+    def _decayed_gradient(group, p, g, lr):
+        """``g`` with the group's weight decay: added to it (L2), or with
+        ``decoupled_weight_decay`` applied to ``p`` itself (AdamW: ``p *= 1 - lr * wd``)."""
+        wd = group["weight_decay"]
+        if wd == 0:
+            return g
+        if group.get("decoupled_weight_decay"):
+            p.mul_(1 - lr * wd)
+            return g
+        return g.add(p, alpha=wd)
 
 
 class AdamW(Adam):

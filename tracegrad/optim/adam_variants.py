@@ -17,22 +17,7 @@ from .. import functional as TF
 from .adam import Adam
 
 
-class _AdamFamily(Adam):
-    """Adam's options and checks; subclasses write ``_update_group``."""
-
-    _decay = False  # whether decoupled_weight_decay is an option
-
-    def _decayed_gradient(self, group, p, g, lr):
-        wd = group["weight_decay"]
-        if wd == 0:
-            return g
-        if group.get("decoupled_weight_decay"):
-            p.mul_(1 - lr * wd)
-            return g
-        return g.add(p, alpha=wd)
-
-
-class NAdam(_AdamFamily):
+class NAdam(Adam):
     """Adam with Nesterov momentum whose coefficient ``mu_t = b1 (1 - 0.5 * 0.96 **
     (t * momentum_decay))`` warms up; ``mu_product`` is kept per parameter."""
 
@@ -51,9 +36,7 @@ class NAdam(_AdamFamily):
     def _update_group(self, group):
         lr, eps = self._lr(group), group["eps"]
         beta1, beta2 = group["betas"]
-        for p, g in self._gradients(group):
-            st = self.state[p]
-            st["step"].add_(1)
+        for p, g, st in self._stepped(group, l2=False):
             t = st["step"].to(_dt.float64)
             g = self._decayed_gradient(group, p, g, lr)
             mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * group["momentum_decay"]))
@@ -69,7 +52,7 @@ class NAdam(_AdamFamily):
             p.add_(exp_avg.div(denom).mul(-lr * mu_next / (1.0 - prod * mu_next)))
 
 
-class RAdam(_AdamFamily):
+class RAdam(Adam):
     """Adam with the variance of its adaptive rate rectified; plain momentum SGD while the
     rectification is undefined (``rho_t <= 5``, the first steps)."""
 
@@ -86,9 +69,7 @@ class RAdam(_AdamFamily):
         lr, eps = self._lr(group), group["eps"]
         beta1, beta2 = group["betas"]
         rho_inf = 2 / (1 - beta2) - 1
-        for p, g in self._gradients(group):
-            st = self.state[p]
-            st["step"].add_(1)
+        for p, g, st in self._stepped(group, l2=False):
             t = st["step"].to(_dt.float64)
             g = self._decayed_gradient(group, p, g, lr)
             exp_avg, exp_avg_sq = st["exp_avg"], st["exp_avg_sq"]
@@ -103,7 +84,7 @@ class RAdam(_AdamFamily):
             p.sub_(corrected_avg.mul(lr).mul(update))
 
 
-class Adamax(_AdamFamily):
+class Adamax(Adam):
     """Adam with the infinity norm: ``u = max(b2 * u, |g| + eps)``, ``p -= lr / (1 - b1**t) *
     m / u``."""
 
@@ -117,11 +98,7 @@ class Adamax(_AdamFamily):
     def _update_group(self, group):
         lr, eps = self._lr(group), group["eps"]
         beta1, beta2 = group["betas"]
-        for p, g in self._gradients(group):
-            st = self.state[p]
-            st["step"].add_(1)
-            if group["weight_decay"] != 0:
-                g = g.add(p, alpha=group["weight_decay"])
+        for p, g, st in self._stepped(group):
             exp_avg, exp_inf = st["exp_avg"], st["exp_inf"]
             exp_avg.add_((g - exp_avg).mul(1 - beta1))
             exp_inf.copy_(TF.maximum(exp_inf.mul(beta2), g.abs().add(eps)))

@@ -162,6 +162,16 @@ class Optimizer:
             if p.grad is not None:
                 yield p, (-p.grad if group.get("maximize") else p.grad)
 
+    def _stepped(self, group, l2=True):
+        """``(p, g, state)`` for each parameter of ``group`` with a gradient, its step count
+        advanced and, with ``l2``, ``weight_decay * p`` added to ``g`` (PyTorch's coupled
+        weight decay): the preamble of the adaptive optimizers' loops."""
+        wd = group.get("weight_decay", 0) if l2 else 0
+        for p, g in self._gradients(group):
+            st = self.state[p]
+            st["step"].add_(1)
+            yield p, (g.add(p, alpha=wd) if wd != 0 else g), st
+
     @staticmethod
     def _lr(group):
         """The learning rate to compute with: in a trace, the group's lr tensor (a program

@@ -43,11 +43,7 @@ class RMSprop(Optimizer):
 
     def _update_group(self, group):
         lr, alpha, eps = self._lr(group), group["alpha"], group["eps"]
-        for p, g in self._gradients(group):
-            st = self.state[p]
-            st["step"].add_(1)
-            if group["weight_decay"] != 0:
-                g = g.add(p, alpha=group["weight_decay"])
+        for p, g, st in self._stepped(group):
             square_avg = st["square_avg"]
             square_avg.mul_(alpha).add_(g.mul(1 - alpha).mul(g))
             if group["centered"]:
@@ -88,14 +84,9 @@ class Adagrad(Optimizer):
 
     def _update_group(self, group):
         lr, eps = self._lr(group), group["eps"]
-        for p, g in self._gradients(group):
-            st = self.state[p]
-            step = st["step"]
-            step.add_(1)
-            if group["weight_decay"] != 0:
-                g = g.add(p, alpha=group["weight_decay"])
+        for p, g, st in self._stepped(group):
             # in float64, as PyTorch computes it in Python floats
-            clr = lr / ((step.to(_dt.float64) - 1) * group["lr_decay"] + 1)
+            clr = lr / ((st["step"].to(_dt.float64) - 1) * group["lr_decay"] + 1)
             st["sum"].add_(g * g)
             std = st["sum"].sqrt().add(eps)
             p.sub_((g / std) * clr)
@@ -119,11 +110,7 @@ class Adadelta(Optimizer):
 
     def _update_group(self, group):
         lr, rho, eps = self._lr(group), group["rho"], group["eps"]
-        for p, g in self._gradients(group):
-            st = self.state[p]
-            st["step"].add_(1)
-            if group["weight_decay"] != 0:
-                g = g.add(p, alpha=group["weight_decay"])
+        for p, g, st in self._stepped(group):
             square_avg, acc_delta = st["square_avg"], st["acc_delta"]
             square_avg.mul_(rho).add_(g.mul(1 - rho).mul(g))
             delta = acc_delta.add(eps).sqrt().div(square_avg.add(eps).sqrt()).mul(g)

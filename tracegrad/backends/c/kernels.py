@@ -392,11 +392,17 @@ def _matrix_loops(lw, n, operands):
     return loops, offsets
 
 
-def _lu_workspace(lw, x):
-    """(n, LU buffer, permutation buffer) for x's n x n matrices."""
+def _lu_start(lw, n):
+    """What the LU kernels share: (n, LU buffer, permutation buffer, the first input's
+    contiguous view, output view, C type) for the first input's n x n matrices, or None when
+    the output is empty (nothing to run)."""
+    x = n.inputs[0]
+    xv, ov = lw.contiguous(x), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return None
     size = x.shape[-1]
     lu = lw._work(ctype_of(x.dtype), max(size * size, 1), x.dtype.itemsize)
-    return size, lu, lw._work("int64_t", max(size, 1), 8)
+    return size, lu, lw._work("int64_t", max(size, 1), 8), xv, ov, ctype_of(x.dtype)
 
 
 def _work_views(lu, perm, size):
@@ -407,11 +413,10 @@ def linalg_inv(lw, n):
     """Each matrix's inverse: LU, then a solve against the identity (return 1 when singular:
     the interpreter then raises the error)."""
     x = n.inputs[0]
-    size, lu, perm = _lu_workspace(lw, x)
-    xv, ov = lw.contiguous(x), lw.output_view(n.out)
-    if _prod(n.out.shape) == 0:
+    start = _lu_start(lw, n)
+    if start is None:
         return
-    ct = ctype_of(x.dtype)
+    size, lu, perm, xv, ov, ct = start
     loops, (src, dst) = _matrix_loops(lw, n, [(xv, x.shape[:-2], size * size),
                                               (ov, n.out.shape[:-2], size * size)])
     body = [f"memcpy({lu.name}, {src}, {size * size} * sizeof({ct}));",
@@ -424,11 +429,10 @@ def linalg_det(lw, n):
     """Each matrix's determinant: the permutation's sign times the LU diagonal's product (0
     when a pivot is exactly zero), as LAPACK-based NumPy computes it."""
     x = n.inputs[0]
-    size, lu, perm = _lu_workspace(lw, x)
-    xv, ov = lw.contiguous(x), lw.output_view(n.out)
-    if _prod(n.out.shape) == 0:
+    start = _lu_start(lw, n)
+    if start is None:
         return
-    ct = ctype_of(x.dtype)
+    size, lu, perm, xv, ov, ct = start
     batch = tuple(n.out.shape)
     loops = [(f"b{i}", s) for i, s in enumerate(batch)]
     flat = _idx([(f"b{i}", _prod(batch[i + 1:])) for i in range(len(batch))])
@@ -443,12 +447,12 @@ def linalg_solve(lw, n):
     """``X = A^-1 B`` per matrix pair (batches broadcast): LU of A, then substitution for each
     column of B (return 1 when A is singular)."""
     a, b = n.inputs
-    size, lu, perm = _lu_workspace(lw, a)
-    cols = n.out.shape[-1]
-    av, bv, ov = lw.contiguous(a), lw.contiguous(b), lw.output_view(n.out)
-    if _prod(n.out.shape) == 0:
+    start = _lu_start(lw, n)
+    if start is None:
         return
-    ct = ctype_of(a.dtype)
+    size, lu, perm, av, ov, ct = start
+    cols = n.out.shape[-1]
+    bv = lw.contiguous(b)
     loops, (asrc, bsrc, dst) = _matrix_loops(lw, n, [(av, a.shape[:-2], size * size),
                                                      (bv, b.shape[:-2], size * cols),
                                                      (ov, n.out.shape[:-2], size * cols)])
