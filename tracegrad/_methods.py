@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from . import dtypes as _dt
 from . import composites as C
+from . import creation
 from . import layout as LY
+from . import linalg as LA
 from . import math_extras as MX
 from . import statistics as ST
 from . import functional as F
@@ -49,20 +51,10 @@ for _module in (MX, LY, ST):
 Tensor.repeat = _method(LY.repeat)
 
 
-def _linalg_method(name):
-    def m(self, *args, **kwargs):
-        from . import linalg  # (linalg's primitives register after this module)
-
-        return getattr(linalg, name)(self, *args, **kwargs)
-
-    m.__name__ = name
-    return m
-
-
-Tensor.inverse = _linalg_method("inv")
-Tensor.det = _linalg_method("det")
-Tensor.slogdet = _linalg_method("slogdet")
-Tensor.matrix_power = _linalg_method("matrix_power")
+Tensor.inverse = _method(LA.inv)
+Tensor.det = _method(LA.det)
+Tensor.slogdet = _method(LA.slogdet)
+Tensor.matrix_power = _method(LA.matrix_power)
 Tensor.allclose = _method(F.allclose)
 
 Tensor.multiply = Tensor.mul
@@ -193,7 +185,7 @@ Tensor.__itruediv__ = Tensor.div_
 
 def _zero_(self):
     src = _inplace_source(self)
-    return assign(self, src * 0 if src.requires_grad else _zeros_like(src))
+    return assign(self, src * 0 if src.requires_grad else creation.zeros_like(src))
 
 
 def _fill_(self, value):
@@ -220,12 +212,6 @@ Tensor.fill_ = _fill_
 Tensor.copy_ = _copy_
 
 
-def _zeros_like(t):
-    from .creation import zeros_like
-
-    return zeros_like(t)
-
-
 def _softmax_method(name):
     def m(self, dim, dtype=None):
         from .nn import functional as NF  # (nn imports this module's Tensor methods)
@@ -244,8 +230,6 @@ Tensor.log_softmax = _softmax_method("log_softmax")
 # ----------------------------------------------------------------------------- construction helpers
 def _new(make):
     def m(self, *size, dtype=None, requires_grad=False, **kwargs):
-        from . import creation  # (creation imports the Tensor class this module extends)
-
         return getattr(creation, make)(*size, dtype=dtype or self.dtype, requires_grad=requires_grad, **kwargs)
 
     m.__name__ = "new_" + make
@@ -253,21 +237,13 @@ def _new(make):
     return m
 
 
-Tensor.new_zeros = _new("zeros")
-Tensor.new_ones = _new("ones")
-Tensor.new_empty = _new("empty")
-Tensor.new_full = _new("full")
-
-
 def _new_tensor(self, data, dtype=None, requires_grad=False):
-    from .creation import tensor
-
-    return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return creation.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
 
 def _random_fill(name):
     def m(self, *args, **kwargs):
-        from .nn import init  # (nn imports this module's Tensor methods)
+        from .nn import init  # (tracegrad.nn needs the Tensor methods this module binds)
 
         return getattr(init, name)(self, *args, **kwargs)
 
@@ -276,30 +252,31 @@ def _random_fill(name):
     return m
 
 
-Tensor.new_tensor = _new_tensor
-Tensor.view_as = lambda self, other: F.view(self, tuple(other.shape))
-Tensor.is_contiguous = lambda self, memory_format=None: bool(self._value.flags.c_contiguous) \
-    if not self._is_traced else True
-def _bernoulli_method(self, p=None, generator=None):
-    from .creation import bernoulli
-
-    return bernoulli(self, p, generator=generator)
+def _bernoulli(self, p=None, generator=None):
+    return creation.bernoulli(self, p, generator=generator)
 
 
 def _bernoulli_(self, p=0.5, generator=None):
-    from .creation import bernoulli
-
-    return self.copy_(bernoulli(self, p, generator=generator))
+    return self.copy_(creation.bernoulli(self, p, generator=generator))
 
 
-Tensor.bernoulli = _bernoulli_method
+def _multinomial(self, num_samples, replacement=False, *, generator=None):
+    return creation.multinomial(self, num_samples, replacement, generator=generator)
+
+
+def _is_contiguous(self, memory_format=None):
+    return True if self._is_traced else bool(self._value.flags.c_contiguous)
+
+
+Tensor.new_zeros = _new("zeros")
+Tensor.new_ones = _new("ones")
+Tensor.new_empty = _new("empty")
+Tensor.new_full = _new("full")
+Tensor.new_tensor = _new_tensor
+Tensor.view_as = lambda self, other: F.view(self, tuple(other.shape))
+Tensor.is_contiguous = _is_contiguous
+Tensor.bernoulli = _bernoulli
 Tensor.bernoulli_ = _bernoulli_
-def _multinomial_method(self, num_samples, replacement=False, *, generator=None):
-    from .creation import multinomial
-
-    return multinomial(self, num_samples, replacement, generator=generator)
-
-
-Tensor.multinomial = _multinomial_method
+Tensor.multinomial = _multinomial
 Tensor.uniform_ = _random_fill("uniform_")
 Tensor.normal_ = _random_fill("normal_")

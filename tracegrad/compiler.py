@@ -222,9 +222,10 @@ _MISS = object()
 def _first_program_hit(prog):
     """``hit(args)``: the result of ``prog`` for a call with these positional arguments when
     ``CompiledFunction.__call__`` would run it (its first program, checked first), else
-    ``_MISS`` (the general path then decides: another program, a retrace, a log line). The same checks in the same order,
-    without the generality a hit does not need (measured on the tiny step: 1.5 us of a 8.5 us
-    call was that path); None when ``prog`` has no straight-line check and run (fastpath.py).
+    ``_MISS`` (the general path then decides: another program, a retrace, a log line). The
+    same checks in the same order, without the generality a hit does not need (measured on
+    the tiny step: 1.5 us of a 8.5 us call was that path); None when ``prog`` has no
+    straight-line check and run (fastpath.py).
 
     A container among the arguments fails the guards of a program traced without one (a list
     is no tensor, and its leaves would make more arguments), so the arguments need no
@@ -296,7 +297,8 @@ class CompiledFunction:
             if reason is None:
                 if _log_enabled("cache"):
                     _log("cache", "%s: hit, program %d of %d", self.__name__, k + 1, len(self.programs))
-                if k == 0 and spec is None and self._hit is None and getattr(prog, "_fast_run", None) is not None:
+                ready = getattr(prog, "_fast_run", None) is not None  # (its run was generated)
+                if k == 0 and spec is None and self._hit is None and ready:
                     self._hit = _first_program_hit(prog) or False
                 return prog.run(flat)
             reasons.append(reason)

@@ -290,8 +290,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     if not replacement and num_samples > (rows > 0).sum(1).min():
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     picks = np.stack([g.rng.choice(len(r), num_samples, replace=replacement, p=r / r.sum()) for r in rows])
-    return _random(picks.reshape(w.shape[:-1] + (num_samples,)).shape, _dt.int64, False,
-                   lambda s: picks.reshape(s))
+    return _random(w.shape[:-1] + (num_samples,), _dt.int64, False, picks.reshape)
 
 
 def poisson(input, generator=None):
