@@ -115,6 +115,20 @@ CASES = {
     "tensor_split-indices": (lambda m, x: m.cat([p.sum(0) * (k + 1) for k, p in enumerate(m.tensor_split(x, [1, -1, 9], dim=0))]), [X]),
     "take": (lambda m, x: m.take(x, m.tensor([[0, -1], [7, 3]])), [X]),
     "ravel": (lambda m, x: x.T.ravel(), [X]),
+    "take_along_dim": (lambda m, x: m.take_along_dim(x, m.tensor([[0, 2, 1, 4, 3]] * 4), dim=1)
+                       + m.take_along_dim(x, m.tensor([[1], [0], [2], [4]]), dim=-1), [X]),
+    "take_along_dim-flat": (lambda m, x: m.take_along_dim(x, m.tensor([[0, 7], [19, 3]])), [X]),
+    "hsplit_vsplit_dsplit": (lambda m, x: m.stack(m.hsplit(x[:, :4], 2)).sum(0) + m.cat(m.vsplit(x, [1, 3]))[:, :2]
+                             + m.dsplit(x.reshape(2, 2, 5), [2])[0].reshape(4, 2), [X]),
+    "diag_embed": (lambda m, x: m.diag_embed(x) + 0, [X]),
+    "diag_embed-offset-dims": (lambda m, x: m.diag_embed(x, offset=-1, dim1=0, dim2=2), [X]),
+    "diagflat": (lambda m, x: m.diagflat(x[:2, :3], 2), [X]),
+    "addmv_addr": (lambda m, x, y: m.addmv(x[:, 0], x, y[0]) + m.addr(x, x[:, 0], y[0], beta=0.5, alpha=2)[:, 0], [X, Y]),
+    "baddbmm_addbmm": (lambda m, x, y: m.baddbmm(x[:2, :2].reshape(1, 2, 2), x.reshape(2, 2, 5), y.reshape(2, 5, 2))
+                       + m.addbmm(x[:2, :2], x.reshape(2, 2, 5), y.reshape(2, 5, 2), beta=0), [X, Y]),
+    "inner_vdot": (lambda m, x, y: m.inner(x, y) + m.vdot(x[0], y[0]), [X, Y]),
+    "logdet": (lambda m, x: m.logdet(x[:, :4] @ x[:, :4].T + m.eye(4, dtype=x.dtype)), [X]),
+    "cov_corrcoef": (lambda m, x, y: m.cov(x) + m.cov(x, correction=0) + m.corrcoef(y), [X, Y]),
     # statistics.py
     "median": (lambda m, x: m.median(x) + m.median(x, 1).values.sum(), [X]),
     "median-indices-nan": (lambda m, x: m.median(x, 0, keepdim=True).indices, [SPECIAL]),
@@ -216,3 +230,29 @@ def test_tensor_helpers_match_torch():
     u = tg.empty(1000).uniform_(-2.0, 3.0)
     n = tg.empty(1000).normal_(5.0, 0.1)
     assert -2.0 <= u.min().item() and u.max().item() <= 3.0 and abs(n.mean().item() - 5.0) < 0.05
+
+
+@pytest.mark.parametrize("expr", [
+    "x.eq_(1.0)", "x.gt_(y)", "x.tan_()", "x.clamp_min_(0.2)", "x.cumsum_(1)", "x.floor_divide_(0.7)",
+    "x.divide_(2)", "x.abs().logit_(0.1)", "x.logical_xor_(y)", "x.heaviside_(y)", "x.sgn_()",
+    "x.float_power_(2)", "x.swapdims(0, 1)", "x.msort()", "x.reshape_as(x.T)", "x[0].ger(x[1])"])
+def test_more_tensor_methods_match_torch(expr):
+    arrays = [np.array([[1.0, -2.0, 3.0], [0.5, 0.0, -1.0]])]
+    arrays.append(arrays[0][::-1].copy())
+    results = []
+    for lib in (tg, torch):
+        x, y = (lib.tensor(a) for a in arrays)
+        r = eval(expr, {"x": x, "y": y})  # noqa: S307
+        results.append((r.numpy(), str(r.dtype).split(".")[-1]))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-12)
+    assert results[0][1] == results[1][1]
+
+
+def test_tensor_predicates_match_torch():
+    answers = []
+    for lib in (tg, torch):
+        t = lib.ones(2, 3)
+        answers.append((t.is_complex(), t.is_signed(), lib.tensor([True]).is_signed(), t.is_same_size(lib.ones(2, 3)),
+                        t.get_device(), t.is_cpu, t.is_cuda, t.itemsize, t.nbytes, t.ndimension(),
+                        lib.tensor([2.0]).is_nonzero()))
+    assert answers[0] == answers[1]

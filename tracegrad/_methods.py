@@ -280,3 +280,39 @@ Tensor.bernoulli_ = _bernoulli_
 Tensor.multinomial = _multinomial
 Tensor.uniform_ = _random_fill("uniform_")
 Tensor.normal_ = _random_fill("normal_")
+
+
+# ----------------------------------------------------------------------------- more of torch.Tensor
+# in-place forms of functions bound above (a comparison's result is stored as 1/0 in the
+# tensor's own dtype, as PyTorch's ``x.eq_(y)``)
+for _name in ["eq", "ne", "lt", "le", "gt", "ge", "tan", "erf", "erfc", "log2", "log10", "logical_and",
+              "logical_or", "logical_not", "logical_xor", "clamp_min", "clamp_max", "cumsum",
+              "floor_divide", "logit", "sinc", "xlogy", "heaviside", "float_power", "sgn"]:
+    setattr(Tensor, _name + "_", _inplace(getattr(Tensor, _name)))
+for _alias, _name in [("divide_", "div_"), ("true_divide_", "div_"), ("multiply_", "mul_"),
+                      ("subtract_", "sub_"), ("negative_", "neg_"), ("absolute_", "abs_"),
+                      ("arcsin_", "asin_"), ("arccos_", "acos_"), ("arctan_", "atan_"),
+                      ("arcsinh_", "asinh_"), ("arccosh_", "acosh_"), ("arctanh_", "atanh_"),
+                      ("arctan2_", "atan2_"), ("fix_", "trunc_"), ("swapdims", "transpose"),
+                      ("ger", "outer"), ("ndimension", "dim")]:
+    setattr(Tensor, _alias, getattr(Tensor, _name))
+Tensor.msort = lambda self: F.sort(self, dim=0).values
+Tensor.is_complex = lambda self: False  # (no complex dtypes)
+Tensor.is_signed = lambda self: self._dtype.category != 0
+Tensor.is_same_size = lambda self, other: tuple(self.shape) == tuple(other.shape)
+Tensor.get_device = lambda self: -1  # (the CPU, as PyTorch says it)
+Tensor.is_cpu = property(lambda self: True)
+Tensor.is_cuda = property(lambda self: False)
+Tensor.itemsize = property(lambda self: self._dtype.itemsize)
+Tensor.nbytes = property(lambda self: self._dtype.itemsize * self.numel())
+Tensor.reshape_as = lambda self, other: F.reshape(self, tuple(other.shape))
+
+
+def _is_nonzero(self):
+    if self.numel() != 1:
+        raise RuntimeError(f"Boolean value of Tensor with {'no values' if not self.numel() else 'more than one value'} "
+                           "is ambiguous")
+    return bool(self)
+
+
+Tensor.is_nonzero = _is_nonzero

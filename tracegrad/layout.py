@@ -12,13 +12,16 @@ tensor([[1, 2, 1, 2],
 """
 from __future__ import annotations
 
+import numpy as np
+
 from . import dtypes as _dt
 from . import functional as F
 from .creation import tensor
 from .ops.shapes import wrap_dim
 from .tensor import Tensor
 
-__all__ = ["tile", "select", "rot90", "fliplr", "flipud", "meshgrid", "tensor_split", "take", "ravel"]
+__all__ = ["tile", "select", "rot90", "fliplr", "flipud", "meshgrid", "tensor_split", "take", "ravel",
+           "take_along_dim", "hsplit", "vsplit", "dsplit", "diag_embed", "diagflat"]
 
 
 def repeat(input, *sizes):
@@ -134,3 +137,74 @@ def take(input, index):
 
 def ravel(input):
     return F.reshape(input, (-1,))
+
+
+def take_along_dim(input, indices, dim=None):
+    """The elements at ``indices`` along ``dim`` (the two broadcast against each other but for
+    ``dim``); with ``dim`` None, of the flattened input at the flattened indices (1-d)."""
+    if dim is None:
+        return take(input, F.reshape(indices, (-1,)))
+    d = wrap_dim(dim, input.ndim)
+    shape_in, shape_ix = list(input.shape), list(indices.shape)
+    shape_in[d] = shape_ix[d] = 1
+    from .ops.shapes import broadcast_shapes
+
+    common = list(broadcast_shapes(tuple(shape_in), tuple(shape_ix)))
+    x = F.expand(input, tuple(common[:d] + [input.shape[d]] + common[d + 1:]))
+    ix = F.expand(indices, tuple(common[:d] + [indices.shape[d]] + common[d + 1:]))
+    return F.gather(x, d, ix)
+
+
+def _split_at(input, indices_or_sections, dim, name):
+    if isinstance(indices_or_sections, int) and input.shape[dim] % indices_or_sections:
+        raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the "
+                           f"dimension {input.shape[dim]} is not divisible by the split_size "
+                           f"{indices_or_sections}!")
+    return tensor_split(input, indices_or_sections, dim)
+
+
+def hsplit(input, indices_or_sections):
+    """``tensor_split`` along dim 1 (dim 0 of a 1-d tensor); equal parts only for an int."""
+    return _split_at(input, indices_or_sections, 1 if input.ndim > 1 else 0, "hsplit")
+
+
+def vsplit(input, indices_or_sections):
+    if input.ndim < 2:
+        raise RuntimeError(f"torch.vsplit requires a tensor with at least 2 dimension, but got a tensor with {input.ndim} dimensions!")
+    return _split_at(input, indices_or_sections, 0, "vsplit")
+
+
+def dsplit(input, indices_or_sections):
+    if input.ndim < 3:
+        raise RuntimeError(f"torch.dsplit requires a tensor with at least 3 dimension, but got a tensor with {input.ndim} dimensions!")
+    return _split_at(input, indices_or_sections, 2, "dsplit")
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Matrices (in dims ``dim1``, ``dim2`` of the result) whose ``offset`` diagonal holds the
+    last dim of ``input``."""
+    return _place_diagonal(input, offset, dim1, dim2)
+
+
+def _place_diagonal(input, offset, dim1, dim2):
+    """The last dim of ``input`` on the ``offset`` diagonal of new n x n dims: one product
+    with the k unit matrices it fills (differentiable, and compiled to a BLAS call)."""
+    k = input.shape[-1]
+    n = k + abs(offset)
+    units = np.zeros((k, n, n))
+    for j in range(k):
+        units[j, j + max(-offset, 0), j + max(offset, 0)] = 1.0
+    out = F.matmul(F.unsqueeze(input, -2), F.reshape(tensor(units.astype(input.dtype.np)), (k, n * n)))
+    out = F.reshape(out, tuple(input.shape[:-1]) + (n, n))
+    nd = out.ndim
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    if (d1, d2) == (nd - 2, nd - 1):
+        return out
+    from .composites import movedim
+
+    return movedim(out, (nd - 2, nd - 1), (d1, d2))
+
+
+def diagflat(input, offset=0):
+    """A 2-d matrix with the flattened input on its ``offset`` diagonal."""
+    return _place_diagonal(F.reshape(input, (-1,)), offset, 0, 1)

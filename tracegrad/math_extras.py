@@ -21,7 +21,8 @@ from .tensor import Tensor
 
 __all__ = ["isclose", "equal", "count_nonzero", "logical_xor", "floor_divide", "nansum", "nanmean",
            "fmax", "fmin", "xlogy", "logit", "sinc", "heaviside", "float_power", "positive",
-           "clamp_min", "clamp_max", "addmm", "dist"]
+           "clamp_min", "clamp_max", "addmm", "dist", "addmv", "addr", "baddbmm", "addbmm", "inner", "vdot",
+           "logdet", "cov", "corrcoef"]
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -140,11 +141,7 @@ def clamp_max(input, max):
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)`` (``input`` ignored, NaNs too, when beta is 0)."""
-    prod = F.matmul(mat1, mat2)
-    prod = prod if alpha == 1 else F.mul(prod, alpha)
-    if beta == 0:
-        return prod
-    return F.add(prod, input if beta == 1 else F.mul(input, beta))
+    return _scaled_sum(input, F.matmul(mat1, mat2), beta, alpha)
 
 
 def dist(input, other, p=2):
@@ -152,3 +149,77 @@ def dist(input, other, p=2):
     from .composites import norm
 
     return norm(F.sub(input, other), p)
+
+
+def _scaled_sum(input, product, beta, alpha):
+    """``beta * input + alpha * product`` (``input`` ignored when beta is 0), as the add*
+    functions combine."""
+    product = product if alpha == 1 else F.mul(product, alpha)
+    if beta == 0:
+        return product
+    return F.add(product, input if beta == 1 else F.mul(input, beta))
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat @ vec)``."""
+    return _scaled_sum(input, F.matmul(mat, vec), beta, alpha)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    return _scaled_sum(input, F.outer(vec1, vec2), beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * input + alpha * (batch1 @ batch2)``, batch by batch."""
+    return _scaled_sum(input, F.bmm(batch1, batch2), beta, alpha)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    return _scaled_sum(input, F.sum(F.bmm(batch1, batch2), 0), beta, alpha)
+
+
+def inner(input, other):
+    """Sum of products over the last dims of both (scalars multiply)."""
+    if input.ndim == 0 or other.ndim == 0:
+        return F.mul(input, other)
+    from .einsum import tensordot
+
+    return tensordot(input, other, ([input.ndim - 1], [other.ndim - 1]))
+
+
+def vdot(input, other):
+    """The dot product of two 1-d tensors (real: ``dot``)."""
+    return F.dot(input, other)
+
+
+def logdet(input):
+    """``log(det(A))``: NaN for a negative determinant, -inf for zero."""
+    from .linalg import det
+
+    return F.log(det(input))
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of the variables in ``input``'s rows (observations in columns),
+    with ``correction`` subtracted from the observation count."""
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("cov: fweights and aweights are not supported")
+    x = input if input.ndim == 2 else F.reshape(input, (1, -1))
+    n = x.shape[1]
+    centered = F.sub(x, F.mean(x, 1, keepdim=True))
+    out = F.div(F.matmul(centered, F.t(centered)), max(n - correction, 0))
+    return out if input.ndim == 2 else F.reshape(out, ())
+
+
+def corrcoef(input):
+    """Pearson correlation coefficients of the rows of ``input``, clipped to [-1, 1]."""
+    c = cov(input)
+    if input.ndim < 2:
+        return F.div(c, c)
+    from .composites import diagonal
+
+    std = F.sqrt(diagonal(c))
+    out = F.div(F.div(c, F.unsqueeze(std, 1)), F.unsqueeze(std, 0))
+    return F.clamp(out, -1.0, 1.0)
