@@ -428,3 +428,34 @@ def test_deepcopy_and_pickle_keep_parameters():
         for (name, p), (_, q) in zip(model.named_parameters(), clone.named_parameters()):
             assert isinstance(q, nn.Parameter) and q.requires_grad and q is not p
             assert q.tolist() == p.tolist()
+
+
+def test_module_compile_in_place_get_parameter_and_copies():
+    """``module.compile()`` (torch.nn.Module.compile): calls run the compiled forward with
+    hooks around it; copies and pickles compile their own; get_parameter/get_buffer by path."""
+    import copy
+    import pickle
+
+    tg.manual_seed(0)
+    model = tg.nn.Sequential(tg.nn.Linear(2, 3), tg.nn.BatchNorm1d(3), tg.nn.Tanh())
+    assert model.get_parameter("0.weight") is model[0].weight
+    assert model.get_buffer("1.running_mean") is model[1].running_mean
+    with pytest.raises(AttributeError, match="no parameter `nope`"):
+        model.get_parameter("0.nope")
+    model.eval()
+    x = tg.randn(4, 2)
+    want = model(x).detach().numpy()
+    seen = []
+    hook = model.register_forward_hook(lambda m, args, out: seen.append(tuple(out.shape)))
+    model.compile(backend="c", fullgraph=True)
+    np.testing.assert_allclose(model(x).detach().numpy(), want, rtol=1e-6, atol=1e-6)
+    assert len(model._compiled_forward.programs) == 1 and seen == [(4, 3)]
+    hook.remove()  # (a lambda does not pickle)
+    model(x).sum().backward()
+    assert model[0].weight.grad is not None
+    twin = copy.deepcopy(model)
+    with tg.no_grad():
+        twin[0].weight.add_(1.0)
+    assert not np.allclose(twin(x).detach().numpy(), want)  # its own program, its own weights
+    np.testing.assert_allclose(model(x).detach().numpy(), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(model))(x).detach().numpy(), want, rtol=1e-6, atol=1e-6)

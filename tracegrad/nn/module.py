@@ -82,7 +82,8 @@ class Module:
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
-        out = self.forward(*args, **kwargs)
+        forward = self.__dict__.get("_compiled_forward") or self.forward
+        out = forward(*args, **kwargs)
         for hook in list(self._forward_hooks.values()):
             result = hook(self, args, out)
             if result is not None:
@@ -281,6 +282,51 @@ class Module:
                 raise AttributeError(f"{type(mod).__name__} has no attribute `{atom}`")
             mod = mod._modules[atom]
         return mod
+
+    def get_parameter(self, target):
+        """The parameter at dotted path ``target`` ("layer.0.weight")."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if name not in mod._parameters:
+            raise AttributeError(f"{type(mod).__name__} has no parameter `{name}`")
+        return mod._parameters[name]
+
+    def get_buffer(self, target):
+        """The buffer at dotted path ``target`` ("bn.running_mean")."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if name not in mod._buffers:
+            raise AttributeError(f"{type(mod).__name__} has no buffer `{name}`")
+        return mod._buffers[name]
+
+    def compile(self, *args, **kwargs):
+        """Compile this module's ``forward`` in place (``tg.compile``'s arguments): calls of
+        the module run the compiled program, hooks around it as before. As
+        ``torch.nn.Module.compile``.
+
+        >>> import tracegrad as tg
+        >>> m = tg.nn.Linear(2, 1)
+        >>> m.compile(backend="interpreter")
+        >>> m(tg.ones(3, 2)).shape
+        tracegrad.Size([3, 1])
+        """
+        from ..compiler import compile as tg_compile
+
+        self.__dict__["_compile_args"] = (args, kwargs)
+        self.__dict__["_compiled_forward"] = tg_compile(self.forward, *args, **kwargs)
+
+    def __getstate__(self):
+        # a copy or a pickle compiles its own forward again (the programs read this module's
+        # tensors by reference: they are no state to copy)
+        state = dict(self.__dict__)
+        state.pop("_compiled_forward", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if "_compile_args" in state:
+            args, kwargs = state["_compile_args"]
+            self.compile(*args, **kwargs)
 
     def apply(self, fn):
         """Call ``fn(m)`` on every submodule (children first) and on this module."""
