@@ -144,3 +144,22 @@ def test_sequence_training_step_compiles_to_eager_values(layer):
     np.testing.assert_allclose([compiled(x, y).item() for _ in range(2)], eager, rtol=1e-5)
     for p, a in zip(params, after):
         np.testing.assert_allclose(p.detach().numpy(), a, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"batch_first": True, "padding_value": -1.0}, {"padding_side": "left"}], ids=str)
+def test_pad_sequence_matches_torch_and_feeds_an_lstm(kwargs):
+    from torch.nn.utils.rnn import pad_sequence as torch_pad
+
+    from tracegrad.nn.utils.rnn import pad_sequence
+
+    seqs = [RNG.standard_normal((n, 3)) for n in (2, 5, 3)]
+    ours_in = [tg.tensor(s, requires_grad=True) for s in seqs]
+    theirs_in = [torch.tensor(s, requires_grad=True) for s in seqs]
+    ours, theirs = pad_sequence(ours_in, **kwargs), torch_pad(theirs_in, **kwargs)
+    _close(ours, theirs, 1e-12)
+    ours.square().sum().backward()
+    theirs.square().sum().backward()
+    for a, b in zip(ours_in, theirs_in):
+        _close(a.grad, b.grad, 1e-12)
+    lstm = tg.nn.LSTM(3, 4, batch_first=kwargs.get("batch_first", False), dtype=tg.float64)
+    assert lstm(ours.detach())[0].shape[:2] == ours.shape[:2]

@@ -1,4 +1,5 @@
-"""``tg.nn.utils``: gradient clipping and flattening parameters, as ``torch.nn.utils``.
+"""``tg.nn.utils``: gradient clipping and flattening parameters, as ``torch.nn.utils``;
+``tg.nn.utils.rnn``: padding variable-length sequences.
 
 >>> import tracegrad as tg
 >>> w = tg.nn.Parameter(tg.ones(4))
@@ -10,10 +11,11 @@ tensor([0.5000, 0.5000, 0.5000, 0.5000])
 """
 from __future__ import annotations
 
-from .. import composites as C
-from .. import functional as T
-from ..autograd.grad_mode import no_grad
-from ..tensor import Tensor
+from ... import composites as C
+from ... import functional as T
+from ...autograd.grad_mode import no_grad
+from ...tensor import Tensor
+from . import rnn  # noqa: F401  (tg.nn.utils.rnn)
 
 
 def _grads(parameters):
