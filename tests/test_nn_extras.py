@@ -462,3 +462,14 @@ def test_more_losses_and_distances_match_torch(name):
     compiled = tg.compile(lambda *xs: ours(*xs), backend="c", fullgraph=True)
     f32 = [tg.tensor(a.astype(np.float32)) for a in arrays]
     np.testing.assert_allclose(compiled(*f32).numpy(), ours(*f32).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name, args", [("ReLU6", ()), ("SELU", ()), ("CELU", (0.5,)), ("Hardswish", ()),
+                                        ("Hardsigmoid", ()), ("Threshold", (0.0, -1.0))])
+def test_inplace_activations_write_their_input_as_torch(name, args):
+    values = [-4.0, -3.0, -1.0, 0.0, 0.5, 3.0, 7.0]
+    ours, theirs = tg.tensor(values), torch.tensor(values)
+    mod_o, mod_t = getattr(tg.nn, name)(*args, inplace=True), getattr(torch.nn, name)(*args, inplace=True)
+    assert repr(mod_o) == repr(mod_t)
+    assert mod_o(ours) is ours and mod_t(theirs) is theirs
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)

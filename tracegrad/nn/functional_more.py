@@ -32,6 +32,12 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
+def _inplace_result(input, out, inplace):
+    from .functional import _inplace_result as write  # (the rule of functional.py's activations)
+
+    return write(input, out, inplace)
+
+
 def _between(x, low, high):
     """``x`` where low < x < high, the clamped value (no gradient) elsewhere: hardtanh's
     gradient, which excludes the bounds (clamp's includes them)."""
@@ -40,19 +46,21 @@ def _between(x, low, high):
 
 
 def relu6(input, inplace=False):
-    return _between(input, 0.0, 6.0)
+    return _inplace_result(input, _between(input, 0.0, 6.0), inplace)
 
 
 def selu(input, inplace=False):
-    return T.mul(T.where(T.gt(input, 0), input, T.mul(T.expm1(input), _SELU_ALPHA)), _SELU_SCALE)
+    out = T.mul(T.where(T.gt(input, 0), input, T.mul(T.expm1(input), _SELU_ALPHA)), _SELU_SCALE)
+    return _inplace_result(input, out, inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):
-    return T.where(T.gt(input, 0), input, T.mul(T.expm1(T.div(input, alpha)), alpha))
+    out = T.where(T.gt(input, 0), input, T.mul(T.expm1(T.div(input, alpha)), alpha))
+    return _inplace_result(input, out, inplace)
 
 
 def hardsigmoid(input, inplace=False):
-    return T.div(_between(T.add(input, 3.0), 0.0, 6.0), 6.0)
+    return _inplace_result(input, T.div(_between(T.add(input, 3.0), 0.0, 6.0), 6.0), inplace)
 
 
 def hardswish(input, inplace=False):
@@ -60,7 +68,8 @@ def hardswish(input, inplace=False):
     between, 1 from 3."""
     x = input
     middle = T.div(T.mul(x, T.add(x, 3.0)), 6.0)
-    return T.where(T.le(x, -3.0), T.mul(x, 0.0), T.where(T.lt(x, 3.0), middle, x))
+    out = T.where(T.le(x, -3.0), T.mul(x, 0.0), T.where(T.lt(x, 3.0), middle, x))
+    return _inplace_result(input, out, inplace)
 
 
 def softmin(input, dim=None, dtype=None):
@@ -84,7 +93,7 @@ def hardshrink(input, lambd=0.5):
 
 def threshold(input, threshold, value, inplace=False):
     """``input`` where it is above ``threshold``, else ``value``."""
-    return T.where(T.gt(input, threshold), input, value)
+    return _inplace_result(input, T.where(T.gt(input, threshold), input, value), inplace)
 
 
 def prelu(input, weight):

@@ -18,13 +18,23 @@ from .parameter import Parameter
 ReLU6 = _activation("ReLU6", F.relu6, ("inplace",), (False,))
 SELU = _activation("SELU", F.selu, ("inplace",), (False,))
 CELU = _activation("CELU", F.celu, ("alpha", "inplace"), (1.0, False))
-Hardswish = _activation("Hardswish", F.hardswish, ("inplace",), (False,))
-Hardsigmoid = _activation("Hardsigmoid", F.hardsigmoid, ("inplace",), (False,))
+_Hardswish = _activation("Hardswish", F.hardswish, ("inplace",), (False,))
+_Hardsigmoid = _activation("Hardsigmoid", F.hardsigmoid, ("inplace",), (False,))
 Softmin = _activation("Softmin", F.softmin, ("dim",), (None,))
 Tanhshrink = _activation("Tanhshrink", F.tanhshrink)
 Threshold = _activation("Threshold", F.threshold, ("threshold", "value", "inplace"), (None, None, False))
 _Softshrink = _activation("Softshrink", F.softshrink, ("lambd",), (0.5,))
 _Hardshrink = _activation("Hardshrink", F.hardshrink, ("lambd",), (0.5,))
+
+
+class Hardswish(_Hardswish):
+    def extra_repr(self):
+        return ""  # (PyTorch's shows no inplace flag for these two)
+
+
+class Hardsigmoid(_Hardsigmoid):
+    def extra_repr(self):
+        return ""
 
 
 class Softshrink(_Softshrink):
@@ -37,7 +47,7 @@ class Hardshrink(_Hardshrink):
         return f"{self.lambd}"
 
 
-for _cls in (ReLU6, SELU, CELU, Hardswish, Hardsigmoid, Softmin, Tanhshrink, Threshold):
+for _cls in (ReLU6, SELU, CELU, Softmin, Tanhshrink, Threshold):
     _cls.__module__ = __name__
 
 
