@@ -272,4 +272,4 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     channel_dims = 2 if input.ndim == 4 else 1
     mask = dropout(ones(*input.shape[:channel_dims], *(1,) * (input.ndim - channel_dims),
                         dtype=input.dtype), p)
-    return T.mul(input, mask)
+    return _inplace_result(input, T.mul(input, mask), inplace)

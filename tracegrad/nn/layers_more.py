@@ -152,7 +152,7 @@ class Dropout2d(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, input):
-        return F.dropout2d(input, self.p, self.training)
+        return F.dropout2d(input, self.p, self.training, self.inplace)
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
