@@ -12,8 +12,6 @@ tensor([[1, 2, 1, 2],
 """
 from __future__ import annotations
 
-import numpy as np
-
 from . import dtypes as _dt
 from . import functional as F
 from .creation import tensor
@@ -187,22 +185,26 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 
 
 def _place_diagonal(input, offset, dim1, dim2):
-    """The last dim of ``input`` on the ``offset`` diagonal of new n x n dims: one product
-    with the k unit matrices it fills (differentiable, and compiled to a BLAS call)."""
+    """The last dim of ``input`` (k long) on the ``offset`` diagonal of new n x n dims, n = k +
+    |offset|: each element followed by k zeros, flattened and cut to k x k, puts element i at
+    i * (k + 1), the diagonal; the offset pads rows and columns. Only padding and reshapes,
+    O(n^2) memory."""
     k = input.shape[-1]
-    n = k + abs(offset)
-    units = np.zeros((k, n, n))
-    for j in range(k):
-        units[j, j + max(-offset, 0), j + max(offset, 0)] = 1.0
-    out = F.matmul(F.unsqueeze(input, -2), F.reshape(tensor(units.astype(input.dtype.np)), (k, n * n)))
-    out = F.reshape(out, tuple(input.shape[:-1]) + (n, n))
-    nd = out.ndim
+    lead = tuple(input.shape[:-1])
+    from .nn.functional import pad
+
+    rows = pad(F.unsqueeze(input, -1), (0, k))  # (..., k, k + 1)
+    square = F.reshape(F.narrow(F.reshape(rows, lead + (k * (k + 1),)), -1, 0, k * k), lead + (k, k))
+    if offset:
+        a = abs(offset)
+        square = pad(square, (a, 0, 0, a) if offset > 0 else (0, a, a, 0))
+    nd = square.ndim
     d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
     if (d1, d2) == (nd - 2, nd - 1):
-        return out
+        return square
     from .composites import movedim
 
-    return movedim(out, (nd - 2, nd - 1), (d1, d2))
+    return movedim(square, (nd - 2, nd - 1), (d1, d2))
 
 
 def diagflat(input, offset=0):

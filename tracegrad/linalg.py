@@ -79,9 +79,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     """``vector_norm`` for a vector (or ``dim`` of one), ``matrix_norm`` for matrices (2-D
     input or a ``dim`` pair); ``ord=None``: 2 / Frobenius."""
-    if dim is not None and not isinstance(dim, int) and len(dim) == 2 or (dim is None and A.ndim == 2 and ord is not None):
-        return matrix_norm(A, "fro" if ord is None else ord, dim if dim is not None else (-2, -1), keepdim,
-                           dtype=dtype)
+    pair = dim is not None and not isinstance(dim, int) and len(dim) == 2
+    if pair or (dim is None and ord is not None and A.ndim == 2):
+        return matrix_norm(A, "fro" if ord is None else ord, dim if pair else (-2, -1), keepdim, dtype=dtype)
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 

@@ -21,11 +21,6 @@ from .tensor import Tensor
 __all__ = ["median", "quantile", "kthvalue"]
 
 
-def _sorted_along(x, dim):
-    """(values, indices) sorted ascending along ``dim``, NaN last (sort's order)."""
-    return F.sort(x, dim=dim)
-
-
 def _nan_rows(x, dim, keepdim):
     return F.amax(F.cast(isnan(x), _dt.int64), dim, keepdim=keepdim) > 0 if x.dtype.is_floating_point else None
 
@@ -36,7 +31,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     n = input.shape[d] if input.ndim else 1
     if not 1 <= k <= n:
         raise IndexError(f"kthvalue(): selected number k out of range for dimension {dim}")
-    values, indices = _sorted_along(input, d)
+    values, indices = F.sort(input, dim=d)
     picked = [F.narrow(t, d, k - 1, 1) for t in (values, indices)]
     if not keepdim and input.ndim:
         picked = [F.squeeze(t, d) for t in picked]
@@ -81,7 +76,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
         raise RuntimeError("quantile() q values must be in the range [0, 1]")
     x, d = (F.reshape(input, (-1,)), 0) if dim is None else (input, wrap_dim(dim, max(input.ndim, 1)))
     n = x.shape[d]
-    values = _sorted_along(x, d).values
+    values = F.sort(x, dim=d).values
     out = []
     for v in qs:
         pos = v * (n - 1)

@@ -36,9 +36,14 @@ class _Elementwise(Module):
                          or getattr(self, n))
 
 
-def _activation(name, fn, arg_names=(), defaults=()):
-    return type(name, (_Elementwise,), {"fn": staticmethod(fn), "arg_names": arg_names,
-                                        "defaults": defaults, "__doc__": f"``F.{fn.__name__}``."})
+def _activation(name, fn, arg_names=(), defaults=(), extra_repr=None):
+    """A module class calling ``fn`` with its constructor arguments; ``extra_repr`` replaces
+    the default ``name=value`` listing where PyTorch prints them otherwise."""
+    body = {"fn": staticmethod(fn), "arg_names": arg_names, "defaults": defaults,
+            "__doc__": f"``F.{fn.__name__}``.", "__module__": __name__}
+    if extra_repr is not None:
+        body["extra_repr"] = extra_repr
+    return type(name, (_Elementwise,), body)
 
 
 SiLU = _activation("SiLU", F.silu, ("inplace",), (False,))
@@ -50,5 +55,3 @@ Hardtanh = _activation("Hardtanh", F.hardtanh, ("min_val", "max_val", "inplace")
 LogSigmoid = _activation("LogSigmoid", F.logsigmoid)
 Softsign = _activation("Softsign", F.softsign)
 GLU = _activation("GLU", F.glu, ("dim",), (-1,))
-for _cls in (SiLU, Softplus, LeakyReLU, ELU, Mish, Hardtanh, LogSigmoid, Softsign, GLU):
-    _cls.__module__ = __name__

@@ -18,37 +18,14 @@ from .parameter import Parameter
 ReLU6 = _activation("ReLU6", F.relu6, ("inplace",), (False,))
 SELU = _activation("SELU", F.selu, ("inplace",), (False,))
 CELU = _activation("CELU", F.celu, ("alpha", "inplace"), (1.0, False))
-_Hardswish = _activation("Hardswish", F.hardswish, ("inplace",), (False,))
-_Hardsigmoid = _activation("Hardsigmoid", F.hardsigmoid, ("inplace",), (False,))
+# (PyTorch prints no inplace flag for these two, and the shrinks' lambda bare)
+Hardswish = _activation("Hardswish", F.hardswish, ("inplace",), (False,), extra_repr=lambda self: "")
+Hardsigmoid = _activation("Hardsigmoid", F.hardsigmoid, ("inplace",), (False,), extra_repr=lambda self: "")
 Softmin = _activation("Softmin", F.softmin, ("dim",), (None,))
 Tanhshrink = _activation("Tanhshrink", F.tanhshrink)
 Threshold = _activation("Threshold", F.threshold, ("threshold", "value", "inplace"), (None, None, False))
-_Softshrink = _activation("Softshrink", F.softshrink, ("lambd",), (0.5,))
-_Hardshrink = _activation("Hardshrink", F.hardshrink, ("lambd",), (0.5,))
-
-
-class Hardswish(_Hardswish):
-    def extra_repr(self):
-        return ""  # (PyTorch's shows no inplace flag for these two)
-
-
-class Hardsigmoid(_Hardsigmoid):
-    def extra_repr(self):
-        return ""
-
-
-class Softshrink(_Softshrink):
-    def extra_repr(self):
-        return f"{self.lambd}"
-
-
-class Hardshrink(_Hardshrink):
-    def extra_repr(self):
-        return f"{self.lambd}"
-
-
-for _cls in (ReLU6, SELU, CELU, Softmin, Tanhshrink, Threshold):
-    _cls.__module__ = __name__
+Softshrink = _activation("Softshrink", F.softshrink, ("lambd",), (0.5,), extra_repr=lambda self: f"{self.lambd}")
+Hardshrink = _activation("Hardshrink", F.hardshrink, ("lambd",), (0.5,), extra_repr=lambda self: f"{self.lambd}")
 
 
 class PReLU(Module):
@@ -69,9 +46,11 @@ class PReLU(Module):
 class KLDivLoss(_Loss):
     """``F.kl_div``: input log-probabilities against target probabilities (or log ones)."""
 
+    reductions = _Loss.reductions + ("batchmean",)
+
     def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
-        super().__init__("sum" if reduction == "batchmean" else reduction)  # (validated there)
-        self.reduction, self.log_target = reduction, log_target
+        super().__init__(reduction)
+        self.log_target = log_target
 
     def forward(self, input, target):
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)

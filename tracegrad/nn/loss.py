@@ -17,9 +17,11 @@ _REDUCTIONS = ("none", "mean", "sum")
 
 
 class _Loss(Module):
+    reductions = _REDUCTIONS  # (the values this loss accepts)
+
     def __init__(self, reduction="mean"):
         super().__init__()
-        if reduction not in _REDUCTIONS:
+        if reduction not in self.reductions:
             raise ValueError(f"{reduction} is not a valid value for reduction")
         self.reduction = reduction
 

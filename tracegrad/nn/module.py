@@ -285,19 +285,19 @@ class Module:
 
     def get_parameter(self, target):
         """The parameter at dotted path ``target`` ("layer.0.weight")."""
-        module_path, _, name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if name not in mod._parameters:
-            raise AttributeError(f"{type(mod).__name__} has no parameter `{name}`")
-        return mod._parameters[name]
+        return self._get_registered(target, "_parameters", "parameter")
 
     def get_buffer(self, target):
         """The buffer at dotted path ``target`` ("bn.running_mean")."""
+        return self._get_registered(target, "_buffers", "buffer")
+
+    def _get_registered(self, target, table, kind):
         module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
-        if name not in mod._buffers:
-            raise AttributeError(f"{type(mod).__name__} has no buffer `{name}`")
-        return mod._buffers[name]
+        entries = getattr(mod, table)
+        if name not in entries:
+            raise AttributeError(f"{type(mod).__name__} has no {kind} `{name}`")
+        return entries[name]
 
     def compile(self, *args, **kwargs):
         """Compile this module's ``forward`` in place (``tg.compile``'s arguments): calls of

@@ -375,7 +375,7 @@ def nonzero(lw, n):
 
 
 # ----------------------------------------------------------------------------- dense linear algebra
-def _matrix_loops(lw, n, operands):
+def _matrix_loops(n, operands):
     """Loops over the output's batch dims: ``(loops, offsets)`` where ``offsets[k]`` is the C
     expression of operand k's matrix offset (``operands``: (view, matrix elements) pairs; a
     batch dim of size 1 broadcasts), the output last."""
@@ -417,7 +417,7 @@ def linalg_inv(lw, n):
     if start is None:
         return
     size, lu, perm, xv, ov, ct = start
-    loops, (src, dst) = _matrix_loops(lw, n, [(xv, x.shape[:-2], size * size),
+    loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], size * size),
                                               (ov, n.out.shape[:-2], size * size)])
     body = [f"memcpy({lu.name}, {src}, {size * size} * sizeof({ct}));",
             f"if (!tg_lu_{ct}({size}, {lu.name}, {perm.name})) return 1;",
@@ -453,7 +453,7 @@ def linalg_solve(lw, n):
     size, lu, perm, av, ov, ct = start
     cols = n.out.shape[-1]
     bv = lw.contiguous(b)
-    loops, (asrc, bsrc, dst) = _matrix_loops(lw, n, [(av, a.shape[:-2], size * size),
+    loops, (asrc, bsrc, dst) = _matrix_loops(n, [(av, a.shape[:-2], size * size),
                                                      (bv, b.shape[:-2], size * cols),
                                                      (ov, n.out.shape[:-2], size * cols)])
     body = [f"memcpy({lu.name}, {asrc}, {size * size} * sizeof({ct}));",
