@@ -464,21 +464,21 @@ def split_built(tmp_path_factory):
     exe = os.path.join(str(d), "driver")
     subprocess.run([CC, "-O1", "-o", exe, os.path.join(str(d), "driver.c"), "-I", str(d),
                     os.path.join(str(d), "libloss.a"), "-lm"], check=True, capture_output=True, text=True)
-    return sp, d, exe, (loss, x, y, W, b)
+    # the incoming gradients the driver reads (every test of the driver needs them)
+    rng = np.random.default_rng(0)
+    g0, g1 = np.float32(0.7), rng.standard_normal(3).astype(np.float32)
+    for k, g in enumerate((g0, g1)):
+        np.asarray(g, np.float32).tofile(os.path.join(str(d), f"g{k}.bin"))
+    return sp, d, exe, (loss, x, y, W, b, g0, g1)
 
 
 def test_split_forward_then_backward_matches_eager(split_built):
-    torch = pytest.importorskip("torch")
-    sp, d, exe, (loss, x, y, W, b) = split_built
+    sp, d, exe, (loss, x, y, W, b, g0, g1) = split_built
     f, bw = sp.forward, sp.backward
     assert [t.name for t in f.inputs] == ["x", "y", "W", "b"]
     assert [t.role for t in f.outputs][:2] == ["result", "result"]
     assert [t.name for t in bw.outputs] == ["grad x", "grad W", "grad b"]
     assert [t.name for t in bw.inputs if t.role == "incoming gradient"] == ["grad result[0]", "grad result[1]"]
-    rng = np.random.default_rng(0)
-    g0, g1 = np.float32(0.7), rng.standard_normal(3).astype(np.float32)
-    for k, g in enumerate((g0, g1)):
-        np.asarray(g, np.float32).tofile(os.path.join(str(d), f"g{k}.bin"))
     run_driver(exe, d, sp.example_inputs(), "run")
     fouts = [np.fromfile(os.path.join(str(d), f"f{j}.bin"), t.dtype.np).reshape(t.shape)
              for j, t in enumerate(f.outputs)]
@@ -491,7 +491,8 @@ def test_split_forward_then_backward_matches_eager(split_built):
     assert_close(fouts[:2], [l.detach().numpy(), s.detach().numpy()])
     tg.autograd.backward([l, s], [tg.tensor(g0), tg.tensor(g1)])
     assert_close(bouts, [x.grad.numpy(), W.grad.numpy(), b.grad.numpy()])
-    # and the PyTorch oracle
+    # and the PyTorch oracle, where it is installed
+    torch = pytest.importorskip("torch")
     tx, tW, tb = (torch.tensor(t.detach().numpy(), requires_grad=True) for t in (x, W, b))
     h = tx @ tW + tb - torch.tensor(y.numpy())
     torch.autograd.backward([(h ** 2).mean(), h.tanh().sum(dim=0)], [torch.tensor(g0), torch.tensor(g1)])
