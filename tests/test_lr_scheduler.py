@@ -83,11 +83,18 @@ def test_reduce_on_plateau_matches_torch(kwargs):
     assert rates[tg] == rates[torch]
 
 
-@pytest.mark.parametrize("opt_name, kwargs", [("SGD", {"momentum": 0.9}), ("Adam", {}),
-                                              ("AdamW", {"weight_decay": 0.1}),
-                                              ("RMSprop", {"momentum": 0.9, "centered": True}),
-                                              ("Adagrad", {"lr_decay": 0.1})])
-def test_compiled_step_follows_the_schedule_without_retracing(opt_name, kwargs):
+COSINE = ("CosineAnnealingLR", {"T_max": 5})
+# OneCycleLR also cycles the momentum, or Adam's beta1, every step
+ONE_CYCLE = ("OneCycleLR", {"max_lr": 0.2, "total_steps": 8})
+
+
+@pytest.mark.parametrize("opt_name, kwargs, schedule", [
+    ("SGD", {"momentum": 0.9}, COSINE), ("Adam", {}, COSINE), ("AdamW", {"weight_decay": 0.1}, COSINE),
+    ("RMSprop", {"momentum": 0.9, "centered": True}, COSINE), ("Adagrad", {"lr_decay": 0.1}, COSINE),
+    ("SGD", {"momentum": 0.9, "nesterov": True}, ONE_CYCLE), ("SGD", {"momentum": 0.9, "dampening": 0.3}, ONE_CYCLE),
+    ("Adam", {"amsgrad": True}, ONE_CYCLE), ("NAdam", {}, ONE_CYCLE), ("RAdam", {}, ONE_CYCLE),
+    ("Adamax", {}, ONE_CYCLE), ("RMSprop", {"momentum": 0.9}, ONE_CYCLE)])
+def test_compiled_step_follows_the_schedule_without_retracing(opt_name, kwargs, schedule):
     weights = {}
     for mode in ("eager", "c", "torch"):
         lib = torch if mode == "torch" else tg
@@ -96,7 +103,7 @@ def test_compiled_step_follows_the_schedule_without_retracing(opt_name, kwargs):
             model.weight.copy_(lib.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)))
             model.bias.zero_()
         opt = getattr(lib.optim, opt_name)(model.parameters(), lr=0.1, **kwargs)
-        sched = lib.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=5)
+        sched = getattr(lib.optim.lr_scheduler, schedule[0])(opt, **schedule[1])
 
         def step(x, y):
             opt.zero_grad()
@@ -131,12 +138,38 @@ def test_changing_other_options_still_retraces():
 
     step()
     opt.param_groups[0]["lr"] = 0.05
+    opt.param_groups[0]["momentum"] = 0.9  # a program input, like the rate
     step()
     assert len(step.programs) == 1
     # the group's other options are one guard (guards run on every call), named in the reason
     option_guards = [g for g in step.programs[0].capture.state_guards if "options" in str(g[1])]
-    assert len(option_guards) == 1 and "momentum" in option_guards[0][1]
-    opt.param_groups[0]["momentum"] = 0.9
-    assert "momentum" in step.programs[0].mismatch([], True) and "0.9" in step.programs[0].mismatch([], True)
+    assert len(option_guards) == 1 and "weight_decay" in option_guards[0][1]
+    opt.param_groups[0]["weight_decay"] = 0.01
+    assert "weight_decay" in step.programs[0].mismatch([], True)
     step()
     assert len(step.programs) == 2
+    # whether there is a momentum at all picks the code: a zero momentum retraces
+    opt.param_groups[0]["momentum"] = 0.0
+    assert "momentum == 0" in step.programs[1].mismatch([], True)
+    step()
+    assert len(step.programs) == 3
+
+
+def test_option_tensors_follow_the_options_and_name_the_inputs():
+    w = tg.nn.Parameter(tg.ones(2))
+    opt = tg.optim.Adam([w], lr=0.1, betas=(0.9, 0.99))
+    group = opt.param_groups[0]
+    group["betas"] = (0.5, 0.75)
+    assert [float(t) for t in group.option_tensors["betas"]] == [0.5, 0.75]
+    opt.load_state_dict({"state": {}, "param_groups": [dict(group, betas=[0.6, 0.7], params=[0])]})
+    assert group["betas"] == (0.6, 0.7) and [float(t) for t in group.option_tensors["betas"]] == [0.6, 0.7]
+
+    @tg.compile(fullgraph=True)
+    def step():
+        opt.zero_grad()
+        (w * w).sum().backward()
+        opt.step()
+
+    step()
+    signature = str(step.programs[0].graph).splitlines()[0]
+    assert "opt.param_groups[0]['betas'][0]" in signature and "opt.param_groups[0]['lr']" in signature

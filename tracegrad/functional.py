@@ -64,7 +64,7 @@ def _check_arg(x, name="input"):
 # ----------------------------------------------------------------------------- arithmetic
 def add(a, b, alpha=1):
     _check_arg(a), _check_arg(b, "other")
-    if alpha != 1:
+    if isinstance(alpha, Tensor) or alpha != 1:  # (a tensor alpha: an optimizer option in a trace)
         b = mul(b, alpha)
     return E.ADD(*_promoted(a, b))
 
@@ -74,7 +74,7 @@ def sub(a, b, alpha=1):
     if isinstance(a, Tensor) and a.dtype is _dt.bool_ and isinstance(b, Tensor) and b.dtype is _dt.bool_:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
-    if alpha != 1:
+    if isinstance(alpha, Tensor) or alpha != 1:
         b = mul(b, alpha)
     return E.SUB(*_promoted(a, b))
 

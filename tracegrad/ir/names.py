@@ -92,9 +92,9 @@ def reachable(fn, extra=()):
 
 def _visit_optimizer(name, opt, names):
     for g, group in enumerate(opt.param_groups):
-        lr = getattr(group, "lr_tensor", None)  # (optim/optimizer.py: _ParamGroup)
-        if lr is not None:
-            names.setdefault(id(lr), f"{name}.param_groups[{g}]['lr']")
+        for key, t in (getattr(group, "option_tensors", None) or {}).items():  # (optim/optimizer.py)
+            for j, ti in enumerate(t) if isinstance(t, tuple) else [(None, t)]:
+                names.setdefault(id(ti), f"{name}.param_groups[{g}][{key!r}]" + ("" if j is None else f"[{j}]"))
         for i, p in enumerate(group["params"]):
             pname = names.get(id(p), f"param_groups[{g}][{i}]")
             names.setdefault(id(p), f"{name}.{pname}")

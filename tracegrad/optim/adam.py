@@ -54,8 +54,8 @@ class Adam(Optimizer):
         return spec
 
     def _update_group(self, group):
-        lr, eps = self._lr(group), group["eps"]
-        beta1, beta2 = group["betas"]
+        lr, eps = self._option(group, "lr"), group["eps"]
+        beta1, beta2 = self._option(group, "betas")
         for p, g, st in self._stepped(group, l2=False):
             step, exp_avg, exp_avg_sq = st["step"], st["exp_avg"], st["exp_avg_sq"]
             g = self._decayed_gradient(group, p, g, lr)

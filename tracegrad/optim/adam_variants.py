@@ -34,8 +34,8 @@ class NAdam(Adam):
         return {"step": "step", "mu_product": "one", "exp_avg": "zeros", "exp_avg_sq": "zeros"}
 
     def _update_group(self, group):
-        lr, eps = self._lr(group), group["eps"]
-        beta1, beta2 = group["betas"]
+        lr, eps = self._option(group, "lr"), group["eps"]
+        beta1, beta2 = self._option(group, "betas")
         for p, g, st in self._stepped(group, l2=False):
             t = st["step"].to(_dt.float64)
             g = self._decayed_gradient(group, p, g, lr)
@@ -66,8 +66,8 @@ class RAdam(Adam):
         return {"step": "step", "exp_avg": "zeros", "exp_avg_sq": "zeros"}
 
     def _update_group(self, group):
-        lr, eps = self._lr(group), group["eps"]
-        beta1, beta2 = group["betas"]
+        lr, eps = self._option(group, "lr"), group["eps"]
+        beta1, beta2 = self._option(group, "betas")
         rho_inf = 2 / (1 - beta2) - 1
         for p, g, st in self._stepped(group, l2=False):
             t = st["step"].to(_dt.float64)
@@ -96,8 +96,8 @@ class Adamax(Adam):
         return {"step": "step", "exp_avg": "zeros", "exp_inf": "zeros"}
 
     def _update_group(self, group):
-        lr, eps = self._lr(group), group["eps"]
-        beta1, beta2 = group["betas"]
+        lr, eps = self._option(group, "lr"), group["eps"]
+        beta1, beta2 = self._option(group, "betas")
         for p, g, st in self._stepped(group):
             exp_avg, exp_inf = st["exp_avg"], st["exp_inf"]
             exp_avg.add_((g - exp_avg).mul(1 - beta1))

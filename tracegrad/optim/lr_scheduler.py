@@ -256,11 +256,8 @@ def _per_group(name, optimizer, value):
 class OneCycleLR(LRScheduler):
     """The 1cycle policy: from ``max_lr / div_factor`` up to ``max_lr`` over ``pct_start`` of
     ``total_steps``, then down to ``initial / final_div_factor`` (cosine or linear); momentum
-    (or Adam's beta1) the other way round when ``cycle_momentum``.
-
-    A momentum that changes every step is an optimizer option, which a compiled step bakes in
-    and guards: with ``tg.compile`` pass ``cycle_momentum=False`` (the learning rate itself is a
-    program input and costs nothing)."""
+    (or Adam's beta1) the other way round when ``cycle_momentum``. Under ``tg.compile`` both
+    are program inputs (see ``Optimizer``), so the cycle never retraces."""
 
     def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
                  pct_start=0.3, anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85,

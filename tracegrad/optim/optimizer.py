@@ -40,17 +40,44 @@ def _typename(v):
 
 
 class _ParamGroup(dict):
-    """A parameter group: a dict, as in PyTorch, that also keeps its learning rate in a 0-dim
-    float64 tensor (``lr_tensor``) written whenever ``group["lr"]`` is set. A compiled step
-    reads that tensor (lifted into the program like optimizer state), so a scheduler changing
-    the rate between steps neither retraces nor is ignored."""
+    """A parameter group: a dict, as in PyTorch, that also keeps the options a scheduler changes
+    between steps in 0-dim float64 tensors (``option_tensors``), written whenever the option is
+    set: the learning rate, and the momentum or Adam's betas that OneCycleLR and CyclicLR
+    cycle. A compiled step reads those tensors (lifted into the program like optimizer state),
+    so a scheduler changing them neither retraces nor is ignored.
 
-    lr_tensor = None
+    >>> import tracegrad as tg
+    >>> opt = tg.optim.Adam([tg.nn.Parameter(tg.ones(1))], betas=(0.9, 0.99))
+    >>> opt.param_groups[0]["betas"] = (0.8, 0.99)
+    >>> [float(t) for t in opt.param_groups[0].option_tensors["betas"]]
+    [0.8, 0.99]
+    """
+
+    option_tensors = None  # {option: tensor, or a tuple of tensors for a tuple option}
 
     def __setitem__(self, key, value):
         super().__setitem__(key, value)
-        if key == "lr" and self.lr_tensor is not None and not isinstance(value, Tensor):
-            self.lr_tensor._value[...] = value
+        if self.option_tensors and key in self.option_tensors:
+            _write_option(self.option_tensors[key], value)
+
+
+# Options that live in tensors when they are numbers (a Tensor lr given by the user is used as it
+# is): those PyTorch's schedulers write. The others are constants of a compiled step, guarded.
+_TENSOR_OPTIONS = ("lr", "momentum", "betas")
+
+
+def _option_tensors(value):
+    if isinstance(value, tuple):
+        return tuple(creation.tensor(float(v), dtype=_dt.float64) for v in value)
+    return creation.tensor(float(value), dtype=_dt.float64)
+
+
+def _write_option(tensors, value):
+    if isinstance(tensors, tuple):
+        for t, v in zip(tensors, value):
+            _write_option(t, v)
+    else:
+        tensors._value[...] = value._value if isinstance(value, Tensor) else value
 
 
 class Optimizer:
@@ -104,8 +131,8 @@ class Optimizer:
         if any(id(p) in existing for p in group["params"]):
             raise ValueError("some parameters appear in more than one parameter group")
         self._check_group(group)
-        if not isinstance(group.get("lr"), Tensor):
-            group.lr_tensor = creation.tensor(float(group["lr"]), dtype=_dt.float64)
+        group.option_tensors = {key: _option_tensors(group[key]) for key in _TENSOR_OPTIONS
+                                if key in group and _is_number_option(group[key])}
         self.param_groups.append(group)
         self._allocate_state(group)
 
@@ -173,14 +200,15 @@ class Optimizer:
             yield p, (g.add(p, alpha=wd) if wd != 0 else g), st
 
     @staticmethod
-    def _lr(group):
-        """The learning rate to compute with: in a trace, the group's lr tensor (a program
-        input, see _ParamGroup); eagerly, the number itself."""
+    def _option(group, key):
+        """The value of option ``key`` to compute with: in a trace, the group's tensor for it
+        (a program input, see _ParamGroup) where it has one; eagerly, the number itself."""
         from ..ir.trace import current_tracer
 
-        if group.lr_tensor is not None and current_tracer() is not None:
-            return group.lr_tensor
-        return group["lr"]
+        tensors = group.option_tensors
+        if tensors and key in tensors and current_tracer() is not None:
+            return tensors[key]
+        return group[key]
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of all optimized parameters: to None (default) or to zeros."""
@@ -260,24 +288,35 @@ class Optimizer:
 
 
 
+def _is_number_option(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) or (
+        isinstance(value, tuple) and all(map(_is_number_option, value)))
+
+
 def _guard_options(opt):
     """While a compiled step traces ``step()``, the options are baked into the program as
-    constants: guard them so that changing one (momentum, say) retraces instead of being
-    silently ignored. The learning rate is no constant but a program input (_ParamGroup)."""
+    constants: guard them so that changing one (weight decay, say) retraces instead of being
+    silently ignored. The options kept in tensors (_ParamGroup) are program inputs instead;
+    only whether a momentum is zero is guarded, as it picks the code (SGD's buffer or none)."""
     from ..ir.trace import current_tracer
 
     tracer = current_tracer()
     if tracer is None:
         return
     for i, group in enumerate(opt.param_groups):
+        tensors = group.option_tensors or {}
         keys = tuple(key for key, value in group.items()
-                     if key != "params" and not (key == "lr" and group.lr_tensor is not None)
+                     if key != "params" and key not in tensors
                      and isinstance(value, (int, float, bool, tuple, str, type(None))))
-        if keys:
-            # one guard per group, not one per option: the guards run on every call (five
-            # options of SGD cost ~1 us as separate guards). Equal values of another type
-            # (0 and 0.0, False and 0) are the same option to the optimizer's arithmetic.
-            get = group.get
-            tracer.guard_value(f"{type(opt).__name__}.param_groups[{i}] options {', '.join(keys)}",
-                               lambda get=get, keys=keys: tuple(map(get, keys)),
-                               tuple(map(get, keys)))
+        get = group.get
+        if "momentum" in tensors:
+            what = ", ".join(keys + ("momentum == 0",))
+            read = lambda get=get, keys=keys: (*map(get, keys), get("momentum") == 0)  # noqa: E731
+        else:
+            what = ", ".join(keys)
+            read = lambda get=get, keys=keys: tuple(map(get, keys))  # noqa: E731
+        # one guard per group, not one per option: the guards run on every call (five options
+        # of SGD cost ~1 us as separate guards). Equal values of another type (0 and 0.0,
+        # False and 0) are the same option to the optimizer's arithmetic.
+        if what:
+            tracer.guard_value(f"{type(opt).__name__}.param_groups[{i}] options {what}", read, read())

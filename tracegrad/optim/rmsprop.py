@@ -42,7 +42,7 @@ class RMSprop(Optimizer):
         return spec
 
     def _update_group(self, group):
-        lr, alpha, eps = self._lr(group), group["alpha"], group["eps"]
+        lr, alpha, eps = self._option(group, "lr"), group["alpha"], group["eps"]
         for p, g, st in self._stepped(group):
             square_avg = st["square_avg"]
             square_avg.mul_(alpha).add_(g.mul(1 - alpha).mul(g))
@@ -54,7 +54,7 @@ class RMSprop(Optimizer):
                 avg = square_avg.sqrt().add(eps)
             if group["momentum"] > 0:
                 buf = st["momentum_buffer"]
-                buf.mul_(group["momentum"]).add_(g / avg)
+                buf.mul_(self._option(group, "momentum")).add_(g / avg)
                 p.sub_(buf * lr)
             else:
                 p.sub_((g / avg) * lr)
@@ -83,7 +83,7 @@ class Adagrad(Optimizer):
                 self.state[p]["sum"].fill_(group["initial_accumulator_value"])
 
     def _update_group(self, group):
-        lr, eps = self._lr(group), group["eps"]
+        lr, eps = self._option(group, "lr"), group["eps"]
         for p, g, st in self._stepped(group):
             # in float64, as PyTorch computes it in Python floats
             clr = lr / ((st["step"].to(_dt.float64) - 1) * group["lr_decay"] + 1)
@@ -109,7 +109,7 @@ class Adadelta(Optimizer):
         return {"step": "step", "square_avg": "zeros", "acc_delta": "zeros"}
 
     def _update_group(self, group):
-        lr, rho, eps = self._lr(group), group["rho"], group["eps"]
+        lr, rho, eps = self._option(group, "lr"), group["rho"], group["eps"]
         for p, g, st in self._stepped(group):
             square_avg, acc_delta = st["square_avg"], st["acc_delta"]
             square_avg.mul_(rho).add_(g.mul(1 - rho).mul(g))

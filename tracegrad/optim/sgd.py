@@ -39,12 +39,13 @@ class SGD(Optimizer):
         return {"momentum_buffer": "zeros", "step": "step"} if group["momentum"] != 0 else {}
 
     def _update_group(self, group):
-        lr, momentum, dampening = self._lr(group), group["momentum"], group["dampening"]
+        lr, dampening = self._option(group, "lr"), group["dampening"]
+        momentum = self._option(group, "momentum")  # (a tensor in a trace: only its zeroness is guarded)
         weight_decay, nesterov = group["weight_decay"], group["nesterov"]
         for p, g in self._gradients(group):
             if weight_decay != 0:
                 g = g.add(p, alpha=weight_decay)
-            if momentum != 0:
+            if group["momentum"] != 0:
                 st = self.state[p]
                 buf, step = st["momentum_buffer"], st["step"]
                 if dampening != 0:
