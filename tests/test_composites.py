@@ -59,6 +59,17 @@ CASES = {
     "cumsum-bool": (lambda m, x: m.cumsum(x > 0, 1), [X]),
     "cumsum-dtype": (lambda m, x: m.cumsum(x, -2, dtype=m.float32), [X]),
     "cumsum-0d": (lambda m, x: m.cumsum(x.sum(), 0), [X]),
+    "cumprod": (lambda m, x: m.cumprod(x, 1), [X]),
+    "cumprod-zeros": (lambda m, x: (x * (x.abs() > 0.6)).cumprod(0), [X]),
+    "cumprod-int": (lambda m, x: m.cumprod((x * 3).to(m.int32), 1) + m.cumprod(x > 0, 0), [X]),
+    "cumprod-0d": (lambda m, x: m.cumprod(x.sum(), -1), [X]),
+    "cummax": (lambda m, x: m.cummax(x, 1).values + m.cummax(x, 1).indices, [X]),
+    "cummin-ties": (lambda m, x: m.cummin(m.clamp(x, -0.5, 0.5), 0)[0] * m.cummin(x.clamp(-0.5, 0.5), 0)[1], [X]),
+    "cummax-nan": (lambda m, x: x.cummax(-1).values - x.cummax(1).indices, [SPECIAL]),
+    "cummin-int": (lambda m, x: m.cummin((x * 3).to(m.int64), 1).values * 10 + m.cummin(x > 0, 1)[1], [X]),
+    "cummax-0d": (lambda m, x: m.cummax(x.sum(), 0).values + m.cummax(x.sum(), 0).indices, [X]),
+    "logcumsumexp": (lambda m, x: m.logcumsumexp(x * 30, 1), [X]),
+    "logcumsumexp-inf": (lambda m, x: x.logcumsumexp(1), [np.array([[-INF, -INF, 1.0, 2.0], [3.0, -INF, INF, 0.0]])]),
     "diag-matrix": (lambda m, x: m.diag(x, 1), [X]),
     "diag-vector": (lambda m, x: m.diag(x[0], -2) + 0, [X]),
     "diagonal": (lambda m, x: m.diagonal(x.reshape(2, 2, 5), 1, 0, 2), [X]),
@@ -233,7 +244,7 @@ def test_tensor_helpers_match_torch():
 
 
 @pytest.mark.parametrize("expr", [
-    "x.eq_(1.0)", "x.gt_(y)", "x.tan_()", "x.clamp_min_(0.2)", "x.cumsum_(1)", "x.floor_divide_(0.7)",
+    "x.eq_(1.0)", "x.gt_(y)", "x.tan_()", "x.clamp_min_(0.2)", "x.cumsum_(1)", "x.cumprod_(0)", "x.floor_divide_(0.7)",
     "x.divide_(2)", "x.abs().logit_(0.1)", "x.logical_xor_(y)", "x.heaviside_(y)", "x.sgn_()",
     "x.float_power_(2)", "x.swapdims(0, 1)", "x.msort()", "x.reshape_as(x.T)", "x[0].ger(x[1])"])
 def test_more_tensor_methods_match_torch(expr):

@@ -40,7 +40,8 @@ for _name in _PLAIN:
     setattr(Tensor, _name, _method(getattr(F, _name)))
 for _name in ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos",
               "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "ceil", "trunc", "fix", "round",
-              "atan2", "arctan2", "hypot", "fmod", "remainder", "cumsum", "erfc"]:
+              "atan2", "arctan2", "hypot", "fmod", "remainder", "cumsum", "cumprod", "cummax",
+              "cummin", "logcumsumexp", "erfc"]:
     setattr(Tensor, _name, _method(getattr(F, _name)))
 for _name in C.__all__:
     setattr(Tensor, _name, _method(getattr(C, _name)))
@@ -286,7 +287,7 @@ Tensor.normal_ = _random_fill("normal_")
 # in-place forms of functions bound above (a comparison's result is stored as 1/0 in the
 # tensor's own dtype, as PyTorch's ``x.eq_(y)``)
 for _name in ["eq", "ne", "lt", "le", "gt", "ge", "tan", "erf", "erfc", "log2", "log10", "logical_and",
-              "logical_or", "logical_not", "logical_xor", "clamp_min", "clamp_max", "cumsum",
+              "logical_or", "logical_not", "logical_xor", "clamp_min", "clamp_max", "cumsum", "cumprod",
               "floor_divide", "logit", "sinc", "xlogy", "heaviside", "float_power", "sgn"]:
     setattr(Tensor, _name + "_", _inplace(getattr(Tensor, _name)))
 for _alias, _name in [("divide_", "div_"), ("true_divide_", "div_"), ("multiply_", "mul_"),

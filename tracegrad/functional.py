@@ -18,6 +18,7 @@ from .ops import elementwise as E
 from .ops import linalg as L
 from .ops import movement as M
 from .ops import reduce as R
+from .ops import scan as S
 from .ops.shapes import normalize_dims, numel, wrap_dim
 from .creation import _wrap
 from .tensor import Tensor
@@ -265,6 +266,20 @@ def sum(x, dim=None, keepdim=False, dtype=None):
     return R.SUM(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
 
 
+def _scan(op, x, dim, indices=False):
+    """``op`` (a scan primitive) along ``dim``; a 0-dim ``x`` scans as one element. With
+    ``indices``, also the positions of the running extremes (cummax, cummin)."""
+    flat = x.ndim == 0
+    d = wrap_dim(dim, 1 if flat else x.ndim)  # (0 and -1 name a 0-dim tensor's only element)
+    xs = reshape(x, (1,)) if flat else x
+    out = [op(xs, dim=d)]
+    if indices:
+        out.append(S.scan_indices(xs.detach(), out[0].detach(), d))
+    if flat:
+        out = [reshape(o, ()) for o in out]
+    return values_indices(*out) if indices else out[0]
+
+
 def cumsum(x, dim, *, dtype=None):
     """Running sums along ``dim`` (integers and bools sum as int64, as in PyTorch).
 
@@ -274,10 +289,51 @@ def cumsum(x, dim, *, dtype=None):
     """
     if dtype is not None:
         x = cast(x, _dt.to_dtype(dtype))
-    if x.ndim == 0:
-        wrap_dim(dim, 1)  # (0 and -1 name a 0-dim tensor's only element)
-        return reshape(R.CUMSUM(reshape(x, (1,)), dim=0), ())
-    return R.CUMSUM(x, dim=wrap_dim(dim, x.ndim))
+    return _scan(S.CUMSUM, x, dim)
+
+
+def cumprod(x, dim, *, dtype=None):
+    """Running products along ``dim`` (integers and bools multiply as int64). The gradient is
+    exact through zeros.
+
+    >>> import tracegrad as tg
+    >>> tg.cumprod(tg.tensor([1.0, 2.0, 3.0]), 0)
+    tensor([1., 2., 6.])
+    """
+    if dtype is not None:
+        x = cast(x, _dt.to_dtype(dtype))
+    return _scan(S.CUMPROD, x, dim)
+
+
+def cummax(x, dim):
+    """``(values, indices)``: the running maximum along ``dim`` and where it was reached (the
+    latest position, for ties). NaN propagates.
+
+    >>> import tracegrad as tg
+    >>> tg.cummax(tg.tensor([1.0, 3.0, 2.0]), 0)
+    values_indices(values=tensor([1., 3., 3.]), indices=tensor([0, 1, 1]))
+    """
+    return _scan(S.CUMMAX, x, dim, indices=True)
+
+
+def cummin(x, dim):
+    """``(values, indices)``: the running minimum along ``dim``; see ``cummax``.
+
+    >>> import tracegrad as tg
+    >>> tg.cummin(tg.tensor([2.0, 1.0, 3.0]), 0).values
+    tensor([2., 1., 1.])
+    """
+    return _scan(S.CUMMIN, x, dim, indices=True)
+
+
+def logcumsumexp(x, dim):
+    """``log(cumsum(exp(x)))`` along ``dim``, computed without overflow or underflow.
+
+    >>> import tracegrad as tg
+    >>> tg.logcumsumexp(tg.tensor([-1000.0, -1000.0]), 0)
+    tensor([-1000.0000,  -999.3068])
+    """
+    return _scan(S.LOGCUMSUMEXP, x, dim)
 
 
 def sum_to_shape(g, shape):

@@ -153,23 +153,3 @@ ARGMAX = defop("argmax", infer=_infer_arg, impl=_arg_impl(np.argmax), differenti
                kind="reduce", c="argmax", sample=_arg_samples)
 ARGMIN = defop("argmin", infer=_infer_arg, impl=_arg_impl(np.argmin), differentiable=False,
                kind="reduce", c="argmin", sample=_arg_samples)
-
-
-# ----------------------------------------------------------------------------- scans
-def _infer_cumsum(x, dim):
-    if not 0 <= dim < len(x.shape):
-        raise IndexError(f"cumsum: dim {dim} out of range for shape {list(x.shape)}")
-    return tuple(x.shape), _dt.int64 if x.dtype.category < 2 else x.dtype
-
-
-def _cumsum_impl(x, dim):
-    # float32 sums run in float64, as PyTorch's CPU kernel accumulates
-    acc = np.int64 if x.dtype.kind in "biu" else np.float64
-    return np.cumsum(x, axis=dim, dtype=acc).astype(np.int64 if acc is np.int64 else x.dtype, copy=False)
-
-
-# the gradient of a running sum is the running sum of the gradient taken from the end
-CUMSUM = defop("cumsum", infer=_infer_cumsum, impl=_cumsum_impl, save=(), kind="reduce",
-               vjp=lambda ctx, g: (g.flip((ctx.dim,)).cumsum(ctx.dim).flip((ctx.dim,)),),
-               jvp=lambda ctx, t: t.cumsum(ctx.dim),
-               sample=lambda: [(("any",), {"dim": 1}), ((("any", (5, 2, 3)),), {"dim": 0})])

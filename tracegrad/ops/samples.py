@@ -12,6 +12,8 @@ domain              values                                                      
 ``"positive"``      uniform in [0.5, 2]                                          float
 ``"nonzero"``       +-uniform in [0.5, 2] (away from kinks at 0)                  float
 ``"small"``         uniform in [-0.5, 0.5] (e.g. tan, far from its poles)         float
+``"with_zeros"``    uniform in [-2, 2] with about a third exactly 0 (products      float
+                    through zeros)
 ``"above_one"``     uniform in [1.25, 3] (acosh's domain)                         float
 ``"well_conditioned"`` square matrices: 2 I + uniform in [-0.5, 0.5] (inverses,    float
                     determinants and solves far from singular)
@@ -35,7 +37,7 @@ import zlib
 import numpy as np
 
 DEFAULT_SHAPE = (3, 4)
-FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "above_one", "well_conditioned")
+FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "above_one", "well_conditioned", "with_zeros")
 INT_DOMAINS = ("index", "unique_index", "seed")
 DOMAINS = FLOAT_DOMAINS + ("bool",) + INT_DOMAINS
 
@@ -73,6 +75,8 @@ def materialize(spec, dtype=np.float64, seed=0):
         return rng.uniform(0.5, 2, shape).astype(dtype)
     if domain == "nonzero":
         return (rng.uniform(0.5, 2, shape) * rng.choice([-1.0, 1.0], shape)).astype(dtype)
+    if domain == "with_zeros":
+        return np.where(rng.random(shape) < 1 / 3, 0.0, rng.uniform(-2, 2, shape)).astype(dtype)
     if domain == "small":
         return rng.uniform(-0.5, 0.5, shape).astype(dtype)
     if domain == "above_one":

@@ -252,32 +252,53 @@ def argsort(lw, n):
     _raw(lw, _block(_loops([("o", outer), ("i", inner)], body)), [xv, ov, tv], "argsort")
 
 
-def cumsum(lw, n):
-    """Running sums along ``dim``, in sequence like NumPy's and in double (int64 for integers),
-    as PyTorch's CPU kernel accumulates: the scanned dim outside, the contiguous dims after it
-    inside, each row's running sums kept in a workspace row (a vectorized add per row)."""
+# scans: (the accumulator's start, the C statement folding one input ``v`` into ``acc``).
+# NaN propagates through the extremes: once ``acc`` is NaN no comparison replaces it.
+_SCANS = {
+    "cumsum": ("0", "acc += v;"),
+    "cumprod": ("1", "acc *= v;"),
+    "cummax": (None, "acc = (v != v || v >= acc) ? v : acc;"),
+    "cummin": (None, "acc = (v != v || v <= acc) ? v : acc;"),
+    # log(exp(acc) + exp(v)) from the larger of the two; -inf and +inf are their own results
+    "logcumsumexp": ("-INFINITY", "{ const double hi = acc > v ? acc : v, lo = acc > v ? v : acc; "
+                                  "acc = isinf(hi) ? hi : hi + log1p(exp(lo - hi)); }"),
+}
+
+
+def scan(lw, n):
+    """Running sums, products, extremes and log-sum-exps along ``dim``, in sequence like
+    NumPy's, accumulated in double for floats (int64 for integer sums and products; the
+    extremes in the input's type), as PyTorch's CPU kernels do: the scanned dim outside, the
+    contiguous dims after it inside, each row's accumulators kept in a workspace row (one
+    vectorized update per row). The extremes start from the first element."""
     x = n.inputs[0]
     dim = n.attrs["dim"]
+    start, update = _SCANS[n.op.name]
     xv = lw.contiguous(x)
     ov = lw.output_view(n.out)
     outer, size, inner = _prod(x.shape[:dim]), x.shape[dim], _prod(x.shape[dim + 1:])
     if outer * size * inner == 0:
         return
     ct = ctype_of(n.out.dtype)
-    acc = "double" if n.out.dtype.is_floating_point else "int64_t"
+    acc = ct if start is None else "double" if n.out.dtype.is_floating_point else "int64_t"
     run = lw._work(acc, inner, 8)
+    first = "p[i]" if start is None else start
     body = [f"const {ctype_of(x.dtype)} *p = {_ptr(xv)} + o*{size * inner}; "
             f"{ct} *r = {ov.buf} + o*{size * inner};",
             "#pragma omp simd",
-            f"for (int64_t i = 0; i < {inner}; i++) {run.name}[i] = 0;",
+            f"for (int64_t i = 0; i < {inner}; i++) {run.name}[i] = {first};",
             f"for (int64_t k = 0; k < {size}; k++) {{",
             "  #pragma omp simd",
             f"  for (int64_t i = 0; i < {inner}; i++) {{",
-            f"    {run.name}[i] += ({acc})p[k*{inner} + i];",
-            f"    r[k*{inner} + i] = ({ct}){run.name}[i];",
+            f"    {acc} acc = {run.name}[i]; const {acc} v = ({acc})p[k*{inner} + i];",
+            f"    {update}",
+            f"    {run.name}[i] = acc; r[k*{inner} + i] = ({ct})acc;",
             "  }",
             "}"]
-    _raw(lw, _block(_loops([("o", outer)], body)), [xv, ov, View(run.name, 0, (inner,), (1,))], "cumsum")
+    _raw(lw, _block(_loops([("o", outer)], body)), [xv, ov, View(run.name, 0, (inner,), (1,))], n.op.name)
+
+
+cumsum = cumprod = cummax = cummin = logcumsumexp = scan
 
 
 # ----------------------------------------------------------------------------- movement kernels
