@@ -149,6 +149,8 @@ def _twins():
         "linalg_inv": t.linalg.inv,
         "linalg_det": t.linalg.det,
         "linalg_solve": t.linalg.solve,
+        # (tracegrad reads the symmetric part; PyTorch the lower triangle: equal on symmetric input)
+        "linalg_cholesky": lambda a: t.linalg.cholesky((a + a.mT) / 2),
         "argmin": lambda x, dim, keepdim: t.argmin(x, dim, keepdim=keepdim),
         "reshape": lambda x, shape: x.reshape(shape),
         "permute": lambda x, dims: x.permute(dims),

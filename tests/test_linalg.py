@@ -3,6 +3,8 @@ registry tests), the functions built on them, singular matrices, and compiled pr
 C kernels: LU with partial pivoting) against eager."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -10,11 +12,14 @@ torch = pytest.importorskip("torch")
 
 import tracegrad as tg  # noqa: E402
 
+warnings.filterwarnings("ignore", "torch.cholesky is deprecated")  # (the oracle's own deprecation)
+
 RNG = np.random.default_rng(11)
 A = RNG.uniform(-1, 1, (2, 4, 4)) + 3 * np.eye(4)
 B = RNG.standard_normal((2, 4, 3))
 V = RNG.standard_normal(4)
 M = RNG.standard_normal((3, 5))
+SPD = A @ np.swapaxes(A, -1, -2) + np.eye(4)  # symmetric positive-definite
 
 CASES = {
     "inv": (lambda L, a, b: L.linalg.inv(a), [A, B]),
@@ -30,6 +35,15 @@ CASES = {
     "norm": (lambda L, m, a: L.linalg.norm(m) + L.linalg.norm(m, float("inf")), [M, A]),
     "matrix_power": (lambda L, a, b: L.linalg.matrix_power(a * 0.3, 5) + L.linalg.matrix_power(a, -2), [A, B]),
     "inverse-method": (lambda L, a, b: a[1].inverse() + a.det().sum(), [A, B]),
+    # a symmetric input built from A, so that every direction of A's gradient is checked
+    "cholesky": (lambda L, a, b: L.linalg.cholesky(a @ a.mT + L.eye(4, dtype=a.dtype)), [A, B]),
+    "cholesky-upper": (lambda L, s, b: L.linalg.cholesky(s, upper=True) + s.cholesky(), [SPD, B]),
+    "cholesky_solve": (lambda L, s, b: L.cholesky_solve(b, L.linalg.cholesky(s)), [SPD, B]),
+    "cholesky_solve-upper": (lambda L, s, b: L.cholesky_solve(b, L.linalg.cholesky(s).mT, upper=True), [SPD, B]),
+    "cholesky_inverse": (lambda L, s, b: L.cholesky_inverse(L.linalg.cholesky(s)), [SPD, B]),
+    "solve_triangular-lower": (lambda L, a, b: L.linalg.solve_triangular(a, b, upper=False), [A, B]),
+    "solve_triangular-upper-right": (lambda L, a, b: L.linalg.solve_triangular(
+        a[0], b[0].T, upper=True, left=False, unitriangular=True), [A, B]),
 }
 
 
@@ -69,6 +83,12 @@ def test_singular_matrices():
         tg.linalg.inv(tg.ones(2, 3))
     with pytest.raises(RuntimeError, match="Incompatible shapes"):
         tg.linalg.solve(tg.eye(3), tg.ones(2, 1))
+    indefinite = tg.tensor([[1.0, 2.0], [2.0, 1.0]])
+    for f in (tg.linalg.cholesky, tg.compile(tg.linalg.cholesky, backend="c")):
+        with pytest.raises(RuntimeError, match="not positive-definite"):
+            f(indefinite)
+    with pytest.raises(RuntimeError, match="B must be a matrix"):
+        tg.linalg.solve_triangular(tg.eye(2), tg.ones(2), upper=True)
 
 
 def test_a_least_squares_fit_trains_compiled():

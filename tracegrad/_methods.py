@@ -56,6 +56,9 @@ Tensor.inverse = _method(LA.inv)
 Tensor.det = _method(LA.det)
 Tensor.slogdet = _method(LA.slogdet)
 Tensor.matrix_power = _method(LA.matrix_power)
+Tensor.cholesky = lambda self, upper=False: LA.cholesky(self, upper=upper)
+Tensor.cholesky_solve = _method(LA.cholesky_solve)
+Tensor.cholesky_inverse = _method(LA.cholesky_inverse)
 Tensor.allclose = _method(F.allclose)
 
 Tensor.multiply = Tensor.mul

@@ -1,8 +1,9 @@
 """``tg.linalg`` (PyTorch's ``torch.linalg``): ``inv``, ``det``, ``slogdet``, ``solve``,
-``vector_norm``, ``matrix_norm``, ``norm``, ``matrix_power``, ``cross``. ``inv``, ``det`` and
-``solve`` are primitives (NumPy's LAPACK, batched) with their own derivative rules; the rest
-are compositions. A compiled function that uses a primitive here runs that graph on the
-interpreter (no C lowering yet), with a warning saying so.
+``cholesky``, ``solve_triangular``, ``vector_norm``, ``matrix_norm``, ``norm``,
+``matrix_power``, ``cross``; and ``cholesky_solve``, ``cholesky_inverse`` (``tg.`` level, as
+in PyTorch). ``inv``, ``det``, ``solve`` and ``cholesky`` are primitives (NumPy's LAPACK
+eagerly, batched; C kernels when compiled) with their own derivative rules; the rest are
+compositions.
 
 >>> import tracegrad as tg
 >>> A = tg.tensor([[2.0, 1.0], [1.0, 3.0]])
@@ -19,8 +20,8 @@ from . import functional as F
 from .composites import cross, norm as _vector_norm
 from .ops import linalg as L
 
-__all__ = ["inv", "det", "slogdet", "solve", "vector_norm", "matrix_norm", "norm", "matrix_power",
-           "cross"]
+__all__ = ["inv", "det", "slogdet", "solve", "cholesky", "solve_triangular", "vector_norm",
+           "matrix_norm", "norm", "matrix_power", "cross"]
 
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 _INF = float("inf")
@@ -51,6 +52,66 @@ def solve(A, B, *, left=True):
     if B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1])):
         return F.squeeze(L.SOLVE(A, F.unsqueeze(B, -1)), -1)
     return L.SOLVE(A, B)
+
+
+def cholesky(A, *, upper=False):
+    """The Cholesky factor of each symmetric positive-definite matrix: lower triangular ``L``
+    with ``A = L L^T`` (``upper=True``: ``U = L^T``, ``A = U^T U``). RuntimeError when a matrix is
+    not positive-definite. ``A`` is read as ``(A + A^T) / 2`` (PyTorch reads its lower
+    triangle: the same on symmetric input), so the gradient, PyTorch's symmetric one, is the
+    derivative in every direction.
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.cholesky(tg.tensor([[4.0, 2.0], [2.0, 5.0]]))
+    tensor([[2., 0.],
+            [1., 2.]])
+    """
+    lower = L.CHOLESKY(A)
+    return F.transpose(lower, -2, -1) if upper else lower
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+    """``X`` with ``A X = B`` (``left=False``: ``X A = B``) reading only ``A``'s upper or lower
+    triangle (and a unit diagonal with ``unitriangular``), as PyTorch's: the gradient for ``A``
+    is triangular too.
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.solve_triangular(tg.tensor([[2.0, 0.0], [1.0, 1.0]]), tg.tensor([[2.0], [3.0]]), upper=False)
+    tensor([[1.],
+            [2.]])
+    """
+    from .composites import tril, triu
+    from .creation import eye
+
+    if B.ndim < 2:
+        raise RuntimeError(f"linalg.solve_triangular: B must be a matrix or batches of matrices, "
+                           f"got shape {list(B.shape)}")
+    tri = triu(A, 1 if unitriangular else 0) if upper else tril(A, -1 if unitriangular else 0)
+    if unitriangular:
+        tri = tri + eye(A.shape[-1], dtype=A.dtype)
+    return solve(tri, B, left=left)
+
+
+def cholesky_solve(B, L_factor, upper=False):
+    """``X`` with ``A X = B`` for ``A = L L^T`` given its Cholesky factor (``upper``: ``A = U^T
+    U``): two triangular solves (``tg.cholesky_solve``, PyTorch's argument order).
+
+    >>> import tracegrad as tg
+    >>> tg.cholesky_solve(tg.tensor([[4.0], [5.0]]), tg.tensor([[2.0, 0.0], [1.0, 2.0]]))
+    tensor([[0.6250],
+            [0.7500]])
+    """
+    lower = F.transpose(L_factor, -2, -1) if upper else L_factor
+    y = solve_triangular(lower, B, upper=False)
+    return solve_triangular(F.transpose(lower, -2, -1), y, upper=True)
+
+
+def cholesky_inverse(L_factor, upper=False):
+    """The inverse of ``A = L L^T`` (``upper``: ``U^T U``) from its Cholesky factor."""
+    from .creation import eye
+
+    n = L_factor.shape[-1]
+    return cholesky_solve(F.expand(eye(n, dtype=L_factor.dtype), tuple(L_factor.shape)), L_factor, upper)
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):

@@ -59,8 +59,7 @@ MATMUL = defop("matmul", infer=_infer_matmul, impl=np.matmul, save=(0, 1), kind=
 
 # ----------------------------------------------------------------------------- inverse, det, solve
 # Batched over leading dims (NumPy's LAPACK stacks). Their rules are written with these ops, so
-# they differentiate again. No C lowering: a compiled program holding one runs on the
-# interpreter, with the warning compiler._build gives.
+# they differentiate again. The C backend lowers them to its own kernels (backends/c/kernels.py).
 def _square(name, x):
     s = tuple(x.shape)
     if len(s) < 2 or s[-1] != s[-2]:
@@ -141,3 +140,62 @@ SOLVE = defop("linalg_solve", infer=_infer_solve, impl=_lapack("solve", np.linal
               save=(0, "out"), kind="linalg", vjp=_solve_vjp, jvp=_solve_jvp,
               sample=lambda: [((_well_conditioned(), ("any", (3, 2))), {}),
                               ((_well_conditioned((2, 3, 3)), ("any", (1, 3, 4))), {})])
+
+
+# ----------------------------------------------------------------------------- cholesky
+# The input is read as (A + A^T) / 2. PyTorch reads A's lower triangle; both agree on the
+# symmetric matrices both expect, and reading the symmetric part makes PyTorch's gradient (a
+# symmetric matrix) the true derivative, which finite differences confirm in every direction.
+def _tril(x, diagonal=0):
+    from ..composites import tril
+
+    return tril(x, diagonal)
+
+
+def _sym(x):
+    return (x + _mT(x)) * 0.5
+
+
+def _phi(x):
+    """The lower triangle of ``x`` with its diagonal halved."""
+    n = x.shape[-1]
+    return _tril(x) - _tril(x) * _eye_like(x, n) * 0.5
+
+
+def _eye_like(x, n):
+    from .. import creation
+
+    return creation.eye(n, dtype=x.dtype)
+
+
+def _right_solve(x, lower):
+    """``x L^-1`` (``L`` lower triangular): ``(L^-T x^T)^T``."""
+    return _mT(SOLVE(_mT(lower), _mT(x)))
+
+
+def _cholesky_impl(a):
+    try:
+        return np.linalg.cholesky((a + np.swapaxes(a, -1, -2)) * 0.5)
+    except np.linalg.LinAlgError:
+        raise RuntimeError("linalg.cholesky: The factorization could not be completed because the "
+                           "input is not positive-definite") from None
+
+
+def _cholesky_vjp(ctx, g):
+    # gA = L^-T sym(phi(L^T gL)) L^-1 (PyTorch's cholesky_backward)
+    lower = ctx.out
+    m = _sym(_phi(MATMUL(_mT(lower), g)))
+    return (_right_solve(SOLVE(_mT(lower), m), lower),)
+
+
+def _cholesky_jvp(ctx, t):
+    # dL = L phi(L^-1 sym(dA) L^-T)
+    lower = ctx.out
+    inner = _mT(SOLVE(lower, _mT(SOLVE(lower, _sym(t)))))
+    return MATMUL(lower, _phi(inner))
+
+
+CHOLESKY = defop("linalg_cholesky", infer=lambda a: (_square("cholesky", a), a.dtype),
+                 impl=_cholesky_impl, save=("out",), kind="linalg", vjp=_cholesky_vjp,
+                 jvp=_cholesky_jvp,
+                 sample=lambda: [((_well_conditioned(),), {}), ((_well_conditioned((2, 4, 4)),), {})])

@@ -481,3 +481,18 @@ def linalg_solve(lw, n):
             f"if (!tg_lu_{ct}({size}, {lu.name}, {perm.name})) return 1;",
             f"tg_lu_solve_{ct}({size}, {cols}, {lu.name}, {perm.name}, {bsrc}, {cols}, {dst}, {cols});"]
     _raw(lw, _block(_loops(loops, body)), [av, bv, ov, *_work_views(lu, perm, size)], "linalg_solve")
+
+
+def linalg_cholesky(lw, n):
+    """Each matrix's Cholesky factor ``L`` (lower, zeros above) of its symmetric part (the
+    primitive's reading, ops/linalg.py), column by column into the output (return 1 when a
+    pivot is not positive: the interpreter then raises the error)."""
+    x = n.inputs[0]
+    xv, ov = lw.contiguous(x), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    size, ct = x.shape[-1], ctype_of(x.dtype)
+    loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], size * size),
+                                              (ov, n.out.shape[:-2], size * size)])
+    body = [f"if (!tg_cholesky_{ct}({size}, {src}, {dst})) return 1;"]
+    _raw(lw, _block(_loops(loops, body)), [xv, ov], "linalg_cholesky")
