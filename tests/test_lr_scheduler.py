@@ -24,6 +24,12 @@ SCHEDULES = {
     "CosineAnnealingWarmRestarts": {"T_0": 3, "T_mult": 2, "eta_min": 0.001},
     "CosineAnnealingWarmRestarts-1": {"T_0": 4},
     "OneCycleLR": {"max_lr": 1.0, "total_steps": 20},
+    "CyclicLR": {"base_lr": 0.1, "max_lr": [1.0, 0.5], "step_size_up": 3, "step_size_down": 2},
+    "CyclicLR-triangular2": {"base_lr": [0.1, 0.2], "max_lr": 1.0, "step_size_up": 2, "mode": "triangular2"},
+    "CyclicLR-exp_range": {"base_lr": 0.1, "max_lr": 1.0, "step_size_up": 4, "mode": "exp_range",
+                           "gamma": 0.9, "cycle_momentum": False},
+    "CyclicLR-scale_fn": {"base_lr": 0.1, "max_lr": 1.0, "step_size_up": 3, "scale_fn": lambda x: 1 / (1 + x),
+                          "scale_mode": "iterations", "base_momentum": 0.5, "max_momentum": 0.95},
     "OneCycleLR-three-phase-linear": {"max_lr": [1.0, 2.0], "total_steps": 21, "three_phase": True,
                                       "anneal_strategy": "linear", "pct_start": 0.25},
 }
@@ -65,6 +71,38 @@ def test_warm_restarts_at_fractional_epochs_and_chained_match_torch():
     assert rates[tg] == rates[torch]
 
 
+def test_sequential_and_epoch_steps_match_torch():
+    rates = {}
+    for lib in (tg, torch):
+        S = lib.optim.lr_scheduler
+        opt = lib.optim.SGD([lib.nn.Parameter(lib.ones(1))], lr=0.5)
+        # (a ChainedScheduler may come first; later, PyTorch's fails: it has no closed form)
+        seq = S.SequentialLR(opt, [S.ChainedScheduler([S.ExponentialLR(opt, 0.9), S.StepLR(opt, 2, 0.5)]),
+                                   S.LinearLR(opt, 0.1, total_iters=3), S.CosineAnnealingLR(opt, T_max=4)],
+                             milestones=[3, 7])
+        got = [seq.get_last_lr()]
+        for _ in range(12):
+            opt.step()
+            seq.step()
+            got.append(seq.get_last_lr())
+        for name, kwargs in [("StepLR", {"step_size": 3}), ("MultiStepLR", {"milestones": [2, 4]}),
+                             ("ExponentialLR", {"gamma": 0.8}), ("CosineAnnealingLR", {"T_max": 5}),
+                             ("LinearLR", {}), ("ConstantLR", {}), ("PolynomialLR", {"power": 2.0}),
+                             ("LambdaLR", {"lr_lambda": lambda e: 0.5 ** e})]:
+            opt = lib.optim.SGD([lib.nn.Parameter(lib.ones(1))], lr=0.5)
+            sched = getattr(S, name)(opt, **kwargs)
+            for epoch in (3, 1, 6):
+                opt.step()
+                with pytest.warns(UserWarning, match="epoch parameter"):
+                    sched.step(epoch)
+                got.append((name, sched.get_last_lr()))
+        rates[lib] = got
+    assert rates[tg] == rates[torch]
+    opt = tg.optim.SGD([tg.nn.Parameter(tg.ones(1))], lr=0.5)
+    with pytest.raises(ValueError, match="one more than the number of milestone"):
+        tg.optim.lr_scheduler.SequentialLR(opt, [tg.optim.lr_scheduler.StepLR(opt, 2)], milestones=[3])
+
+
 @pytest.mark.parametrize("kwargs", [{}, {"mode": "max", "threshold_mode": "abs", "threshold": 0.1,
                                          "patience": 1, "cooldown": 2, "min_lr": [0.05, 0.0]}], ids=str)
 def test_reduce_on_plateau_matches_torch(kwargs):
@@ -86,6 +124,7 @@ def test_reduce_on_plateau_matches_torch(kwargs):
 COSINE = ("CosineAnnealingLR", {"T_max": 5})
 # OneCycleLR also cycles the momentum, or Adam's beta1, every step
 ONE_CYCLE = ("OneCycleLR", {"max_lr": 0.2, "total_steps": 8})
+CYCLIC = ("CyclicLR", {"base_lr": 0.01, "max_lr": 0.2, "step_size_up": 2})
 
 
 @pytest.mark.parametrize("opt_name, kwargs, schedule", [
@@ -93,7 +132,8 @@ ONE_CYCLE = ("OneCycleLR", {"max_lr": 0.2, "total_steps": 8})
     ("RMSprop", {"momentum": 0.9, "centered": True}, COSINE), ("Adagrad", {"lr_decay": 0.1}, COSINE),
     ("SGD", {"momentum": 0.9, "nesterov": True}, ONE_CYCLE), ("SGD", {"momentum": 0.9, "dampening": 0.3}, ONE_CYCLE),
     ("Adam", {"amsgrad": True}, ONE_CYCLE), ("NAdam", {}, ONE_CYCLE), ("RAdam", {}, ONE_CYCLE),
-    ("Adamax", {}, ONE_CYCLE), ("RMSprop", {"momentum": 0.9}, ONE_CYCLE)])
+    ("Adamax", {}, ONE_CYCLE), ("RMSprop", {"momentum": 0.9}, ONE_CYCLE), ("AdamW", {}, CYCLIC),
+    ("SGD", {"momentum": 0.5}, CYCLIC)])
 def test_compiled_step_follows_the_schedule_without_retracing(opt_name, kwargs, schedule):
     weights = {}
     for mode in ("eager", "c", "torch"):

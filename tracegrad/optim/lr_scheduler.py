@@ -1,10 +1,12 @@
 """Learning-rate schedulers (PyTorch's ``torch.optim.lr_scheduler``, the same recursive formulas,
 so the rates agree to the last bit): LambdaLR, StepLR, MultiStepLR, ExponentialLR,
 CosineAnnealingLR, LinearLR, ConstantLR, PolynomialLR, MultiplicativeLR,
-CosineAnnealingWarmRestarts, OneCycleLR, ChainedScheduler, ReduceLROnPlateau.
+CosineAnnealingWarmRestarts, OneCycleLR, CyclicLR, SequentialLR, ChainedScheduler,
+ReduceLROnPlateau.
 
-A compiled training step reads the learning rate as a program input (optim/optimizer.py:
-_ParamGroup), so ``scheduler.step()`` between compiled steps takes effect without a retrace.
+A compiled training step reads the learning rate (and the momentum or Adam's betas, which
+OneCycleLR and CyclicLR cycle) as program inputs (optim/optimizer.py: _ParamGroup), so
+``scheduler.step()`` between compiled steps takes effect without a retrace.
 
 >>> import tracegrad as tg
 >>> opt = tg.optim.SGD([tg.nn.Parameter(tg.ones(1))], lr=1.0)
@@ -18,11 +20,19 @@ _ParamGroup), so ``scheduler.step()`` between compiled steps takes effect withou
 from __future__ import annotations
 
 import math
+import warnings
+from bisect import bisect_right
 from collections import Counter
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
            "LinearLR", "ConstantLR", "PolynomialLR", "MultiplicativeLR", "CosineAnnealingWarmRestarts",
-           "OneCycleLR", "ChainedScheduler", "ReduceLROnPlateau"]
+           "OneCycleLR", "CyclicLR", "SequentialLR", "ChainedScheduler", "ReduceLROnPlateau"]
+
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
+    "possible. Please use `scheduler.step()` to step the scheduler. During the deprecation, if "
+    "epoch is different from None, the closed form is used instead of the new chainable form, "
+    "where available.")
 
 
 class LRScheduler:
@@ -38,8 +48,12 @@ class LRScheduler:
                                "resuming an optimizer")
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self):
+        """The constructor's step (some schedules leave the rate alone then: ``_is_initial``)."""
         self._step_count = 0
-        self._is_initial = True  # (the constructor's step: some schedules leave the rate then)
+        self._is_initial = True
         self.step()
         self._is_initial = False
 
@@ -49,10 +63,23 @@ class LRScheduler:
     def _lrs(self):
         return [group["lr"] for group in self.optimizer.param_groups]
 
-    def step(self):
+    def step(self, epoch=None):
+        """Advance one step; ``step(epoch)`` (deprecated, as in PyTorch) jumps to ``epoch``
+        through the schedule's closed form where it has one."""
         self._step_count += 1
-        self.last_epoch += 1
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+        if epoch is not None:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch=None):
+        if epoch is None:
+            self.last_epoch += 1
+            values = self.get_lr()
+        else:
+            self.last_epoch = epoch
+            closed_form = getattr(self, "_get_closed_form_lr", None)
+            values = closed_form() if closed_form is not None else self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = self._lrs()
 
@@ -92,6 +119,9 @@ class StepLR(LRScheduler):
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
 
+    def _get_closed_form_lr(self):
+        return [base * self.gamma ** (self.last_epoch // self.step_size) for base in self.base_lrs]
+
 
 class MultiStepLR(LRScheduler):
     """Multiplies the rate by ``gamma`` at each of ``milestones`` (repeats count)."""
@@ -105,6 +135,10 @@ class MultiStepLR(LRScheduler):
             return self._lrs()
         return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in self._lrs()]
 
+    def _get_closed_form_lr(self):
+        milestones = sorted(self.milestones.elements())
+        return [base * self.gamma ** bisect_right(milestones, self.last_epoch) for base in self.base_lrs]
+
 
 class ExponentialLR(LRScheduler):
     """Multiplies the rate by ``gamma`` every step."""
@@ -114,9 +148,12 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        if self.last_epoch == 0:
+        if self._is_initial:
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
+
+    def _get_closed_form_lr(self):
+        return [base * self.gamma ** self.last_epoch for base in self.base_lrs]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -129,7 +166,7 @@ class CosineAnnealingLR(LRScheduler):
 
     def get_lr(self):
         e, t, lo = self.last_epoch, self.T_max, self.eta_min
-        if e == 0:
+        if self._is_initial:
             return self._lrs()
         if self._step_count == 1 and e > 0:
             return [lo + (base - lo) * (1 + math.cos(e * math.pi / t)) / 2 for base in self.base_lrs]
@@ -138,6 +175,11 @@ class CosineAnnealingLR(LRScheduler):
                     for base, lr in zip(self.base_lrs, self._lrs())]
         return [(1 + math.cos(math.pi * e / t)) / (1 + math.cos(math.pi * (e - 1) / t)) * (lr - lo) + lo
                 for lr in self._lrs()]
+
+    def _get_closed_form_lr(self):
+        lo = self.eta_min
+        return [lo + (base - lo) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for base in self.base_lrs]
 
 
 class LinearLR(LRScheduler):
@@ -155,9 +197,13 @@ class LinearLR(LRScheduler):
         e, s, f, n = self.last_epoch, self.start_factor, self.end_factor, self.total_iters
         if e == 0:
             return [lr * s for lr in self._lrs()]
-        if e > n:
+        if self._is_initial or e > n:
             return self._lrs()
         return [lr * (1.0 + (f - s) / (n * s + (e - 1) * (f - s))) for lr in self._lrs()]
+
+    def _get_closed_form_lr(self):
+        s, f, n = self.start_factor, self.end_factor, self.total_iters
+        return [base * (s + (f - s) * min(n, self.last_epoch) / n) for base in self.base_lrs]
 
 
 class ConstantLR(LRScheduler):
@@ -176,6 +222,10 @@ class ConstantLR(LRScheduler):
             return self._lrs()
         return [lr * (1.0 / self.factor) for lr in self._lrs()]
 
+    def _get_closed_form_lr(self):
+        return [base * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+                for base in self.base_lrs]
+
 
 class PolynomialLR(LRScheduler):
     """``base * (1 - epoch / total_iters) ** power`` until ``total_iters``, by PyTorch's
@@ -191,6 +241,10 @@ class PolynomialLR(LRScheduler):
         e, n = self.last_epoch, self.total_iters
         factor = ((1.0 - e / n) / (1.0 - (e - 1) / n)) ** self.power
         return [lr * factor for lr in self._lrs()]
+
+    def _get_closed_form_lr(self):
+        n = self.total_iters
+        return [base * (1.0 - min(n, self.last_epoch) / n) ** self.power for base in self.base_lrs]
 
 
 class MultiplicativeLR(LambdaLR):
@@ -292,9 +346,7 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
+            self.use_beta1 = _cycled_momentum(optimizer)
             if last_epoch == -1:
                 for high, low, group in zip(_per_group("max_momentum", optimizer, max_momentum),
                                             _per_group("base_momentum", optimizer, base_momentum),
@@ -304,10 +356,7 @@ class OneCycleLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def _set_momentum(self, group, value):
-        if self.use_beta1:
-            group["betas"] = (value, *group["betas"][1:])
-        else:
-            group["momentum"] = value
+        _set_momentum(group, value, self.use_beta1)
 
     def get_lr(self):
         step = self.last_epoch
@@ -326,6 +375,159 @@ class OneCycleLR(LRScheduler):
                     break
                 start = end
         return lrs
+
+
+def _cycled_momentum(optimizer):
+    """Whether a momentum-cycling schedule sets Adam's beta1 (else ``momentum``)."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+    return "betas" in optimizer.defaults
+
+
+def _set_momentum(group, value, use_beta1):
+    if use_beta1:
+        group["betas"] = (value, *group["betas"][1:])
+    else:
+        group["momentum"] = value
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rates: between ``base_lr`` and ``max_lr``, up over ``step_size_up``
+    steps and down over ``step_size_down`` (default: the same), the height scaled per cycle
+    (``triangular`` 1, ``triangular2`` halving, ``exp_range`` ``gamma ** step``, or
+    ``scale_fn``); the momentum (or Adam's beta1) the other way round when
+    ``cycle_momentum``. Stepped after every batch.
+
+    >>> import tracegrad as tg
+    >>> opt = tg.optim.SGD([tg.nn.Parameter(tg.ones(1))], lr=1.0, momentum=0.9)
+    >>> sched = tg.optim.lr_scheduler.CyclicLR(opt, base_lr=0.1, max_lr=0.5, step_size_up=2)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     sched.step(); lrs.append(round(sched.get_last_lr()[0], 2))
+    >>> lrs
+    [0.3, 0.5, 0.3, 0.1, 0.3]
+    """
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle", cycle_momentum=True,
+                 base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+        base_lrs = _per_group("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _per_group("max_lr", optimizer, max_lr)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        if scale_fn is not None:
+            self.scale_fn, self.scale_mode = scale_fn, scale_mode
+        else:
+            self.scale_fn = {"triangular": lambda x: 1.0, "triangular2": lambda x: 1 / (2.0 ** (x - 1)),
+                             "exp_range": lambda x: gamma ** x}[mode]
+            self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self.use_beta1 = _cycled_momentum(optimizer)
+            self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for high, low, group in zip(self.max_momentums, self.base_momentums, optimizer.param_groups):
+                    _set_momentum(group, high, self.use_beta1)
+                    group["max_momentum"], group["base_momentum"] = high, low
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def get_lr(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        scale = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        height = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [base + (top - base) * scale * height for base, top in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, low, high in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+                _set_momentum(group, high - (high - low) * scale * height, self.use_beta1)
+        return lrs
+
+    def state_dict(self):
+        return {k: v for k, v in super().state_dict().items() if k != "scale_fn"}
+
+
+class SequentialLR(LRScheduler):
+    """Runs ``schedulers`` one after another, switching at each of ``milestones`` (steps); a
+    scheduler taking over restarts from its own epoch 0 (its closed form where it has one).
+
+    >>> import tracegrad as tg
+    >>> opt = tg.optim.SGD([tg.nn.Parameter(tg.ones(1))], lr=1.0)
+    >>> warmup = tg.optim.lr_scheduler.LinearLR(opt, start_factor=0.5, total_iters=2)
+    >>> decay = tg.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+    >>> sched = tg.optim.lr_scheduler.SequentialLR(opt, [warmup, decay], milestones=[2])
+    >>> lrs = []
+    >>> for _ in range(4):
+    ...     sched.step(); lrs.append(sched.get_last_lr()[0])
+    >>> lrs
+    [0.75, 1.0, 0.5, 0.25]
+    """
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        name = type(self).__name__
+        if len(schedulers) < 1:
+            raise ValueError(f"{name} expects at least one scheduler, but got no scheduler.")
+        for k, sched in enumerate(schedulers):
+            if not hasattr(sched, "optimizer"):
+                raise TypeError(f"{name} at index {k} should have `optimizer` as its attribute.")
+            if isinstance(sched, ReduceLROnPlateau):
+                raise ValueError(f"{name} does not support `ReduceLROnPlateau` scheduler as it requires "
+                                 "additional kwargs to be specified when calling `step`, but got one at "
+                                 f"index {k} in the given schedulers sequence.")
+            if sched.optimizer is not optimizer:
+                raise ValueError(f"{name} expects all schedulers to belong to the same optimizer, but got "
+                                 f"scheduler {type(sched).__name__} at index {k} with another optimizer.")
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError("Sequential Schedulers expects number of schedulers provided to be one more than "
+                             f"the number of milestone points, but got number of schedulers {len(schedulers)} "
+                             f"and the number of milestones to be equal to {len(milestones)}")
+        self._schedulers, self._milestones = list(schedulers), list(milestones)
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        for group in optimizer.param_groups:  # undo the schedulers' constructor steps
+            group["lr"] = group["initial_lr"]
+        self._undo_step(self)
+        first = self._schedulers[bisect_right(self._milestones, 0)]
+        first._initial_step()
+        self._last_lr = first.get_last_lr()
+
+    @classmethod
+    def _undo_step(cls, sched):
+        if hasattr(sched, "_schedulers"):
+            for inner in sched._schedulers:
+                cls._undo_step(inner)
+        elif hasattr(sched, "last_epoch"):
+            sched.last_epoch -= 1
+
+    def step(self):
+        self.last_epoch += 1
+        k = bisect_right(self._milestones, self.last_epoch)
+        sched = self._schedulers[k]
+        if k > 0 and self._milestones[k - 1] == self.last_epoch:
+            sched._update_lr(0)
+        else:
+            sched.step()
+        self._last_lr = sched.get_last_lr()
+
+    def state_dict(self):
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict):
+        state = dict(state_dict)
+        for sched, saved in zip(self._schedulers, state.pop("_schedulers")):
+            sched.load_state_dict(saved)
+        self.__dict__.update(state)
 
 
 def _anneal_cos(start, end, pct):
@@ -355,6 +557,15 @@ class ChainedScheduler:
     def step(self):
         for s in self._schedulers:
             s.step()
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    _initial_step = step  # (as the first of a SequentialLR)
+
+    def _update_lr(self, epoch=None):
+        """Each scheduler at ``epoch`` (a SequentialLR switching to this chain restarts it at 0,
+        where PyTorch's ChainedScheduler raises NotImplementedError)."""
+        for s in self._schedulers:
+            s._update_lr(epoch)
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
     def get_last_lr(self):
