@@ -107,6 +107,8 @@ VARIANT_CASES = [
     ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
     ("Adamax", dict()), ("Adamax", dict(lr=0.05, weight_decay=0.1, maximize=True)),
     ("Adadelta", dict()), ("Adadelta", dict(lr=0.5, rho=0.8, weight_decay=0.1, maximize=True)),
+    ("Rprop", dict()), ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.07), maximize=True)),
+    ("ASGD", dict()), ("ASGD", dict(lr=0.05, lambd=0.1, alpha=0.5, t0=4, weight_decay=0.1)),
 ]
 
 
@@ -118,7 +120,7 @@ def test_adam_variants_and_adadelta_match_torch(name, kwargs, dtype):
              lambda p: getattr(torch.optim, name)(p, **kwargs), steps=12, dtype=dtype, skip_first=True)
 
 
-@pytest.mark.parametrize("name", ["NAdam", "RAdam", "Adamax", "Adadelta"])
+@pytest.mark.parametrize("name", ["NAdam", "RAdam", "Adamax", "Adadelta", "Rprop", "ASGD"])
 def test_adam_variants_compile_to_eager_values(name):
     results = []
     for compiled in (False, True):

@@ -39,6 +39,11 @@ def _typename(v):
     return "tracegrad.Tensor" if isinstance(v, Tensor) else type(v).__name__
 
 
+# state kind: (a scalar in the default dtype, else a tensor like the parameter; its start)
+_STATE_STARTS = {"step": (True, 0.0), "one": (True, 1.0), "lr": (True, "lr"),
+                 "zeros": (False, 0.0), "lr_like": (False, "lr")}
+
+
 class _ParamGroup(dict):
     """A parameter group: a dict, as in PyTorch, that also keeps the options a scheduler changes
     between steps in 0-dim float64 tensors (``option_tensors``), written whenever the option is
@@ -140,8 +145,9 @@ class Optimizer:
         pass
 
     def _state_spec(self, group):
-        """``{name: "step" | "one" | "zeros"}``: the state tensors a parameter of ``group``
-        needs (a scalar count from 0, a scalar 1, zeros like the parameter)."""
+        """``{name: kind}``: the state tensors a parameter of ``group`` needs, each started as
+        its kind says (``_STATE_STARTS``: a scalar count from 0, a scalar 1, the learning rate
+        as a scalar, zeros like the parameter, the learning rate like the parameter)."""
         return {}
 
     def _allocate_state(self, group):
@@ -157,10 +163,12 @@ class Optimizer:
                     trace.graph_break(f"{type(self).__name__} state '{name}' allocated inside a "
                                       "compiled function (run one eager step or create the "
                                       "optimizer before compiling)")
-                if kind in ("step", "one"):
-                    st[name] = creation.full((), 1.0 if kind == "one" else 0.0, dtype=_dt.get_default_dtype())
+                scalar, value = _STATE_STARTS[kind]
+                value = float(group["lr"]) if value == "lr" else value
+                if scalar:
+                    st[name] = creation.full((), value, dtype=_dt.get_default_dtype())
                 else:
-                    st[name] = creation.zeros_like(p.detach())
+                    st[name] = creation.full_like(p.detach(), value)
 
     # ------------------------------------------------------------------ the update
     def step(self, closure=None):
