@@ -42,5 +42,6 @@ from .compiler import compile, explain  # noqa: A004
 from .export import export  # noqa: E402  (tg.export: a standalone C library)
 from . import compiler
 from . import nn, optim, utils
+from . import func  # noqa: E402  (tg.func: function transforms, as torch.func)
 from .nn.functional import log_softmax, softmax  # tg.softmax(x, dim), as torch.softmax
 from .checkpoint import load, load_checkpoint, save, save_checkpoint

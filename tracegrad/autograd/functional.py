@@ -13,7 +13,7 @@ tensor([[ 6.,  0.],
 
 ``jvp`` uses the double-backward trick like PyTorch's; ``jacobian(strategy="forward-mode")``
 uses forward-mode AD (``tg.autograd.forward_ad``). ``vectorize=True`` is accepted and gives the
-same results as the row-by-row loop (tracegrad has no vmap); as in PyTorch it cannot be
+same results as the row-by-row loop (``tg.func.vmap`` is a loop too); as in PyTorch it cannot be
 combined with ``strict=True`` and is required by ``strategy="forward-mode"``.
 """
 from __future__ import annotations
