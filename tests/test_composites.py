@@ -46,6 +46,7 @@ CASES = {
     "norm-3": (lambda m, x: m.norm(x, p=3), [X]),
     "norm-inf": (lambda m, x: m.norm(x, p=INF, dim=1), [X]),
     "norm-zero-rows": (lambda m, x: m.norm(x * (x > 10.0), dim=1), [X]),
+    "norm-nan-inf": (lambda m, x: m.norm(x.detach(), dim=1) + m.norm(x.detach(), 3, dim=1), [SPECIAL]),
     "tril": (lambda m, x: m.tril(x), [X]),
     "triu-1": (lambda m, x: m.triu(x, 1), [X]),
     "tril-neg": (lambda m, x: x.tril(-2), [X]),

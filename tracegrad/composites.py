@@ -156,10 +156,11 @@ def norm(input, p="fro", dim=None, keepdim=False):
         return F.sum(a, dims, keepdim)
     p = 2.0 if p == "fro" else float(p)
     total = F.sum(F.mul(x, x) if p == 2.0 else F.pow(a, p), dims, keepdim)
-    # a root of a positive total only: the other branch would differentiate to 0 * inf = NaN
-    positive = F.gt(total, 0)
-    root = F.sqrt(F.where(positive, total, 1.0)) if p == 2.0 else F.pow(F.where(positive, total, 1.0), 1.0 / p)
-    return F.where(positive, root, 0.0)
+    # no root of a zero total: that branch would differentiate to 0 * inf = NaN. (Tested for
+    # zero, not for positive, so that a NaN total stays NaN.)
+    zero = F.eq(total, 0)
+    safe = F.where(zero, 1.0, total)
+    return F.where(zero, 0.0, F.sqrt(safe) if p == 2.0 else F.pow(safe, 1.0 / p))
 
 
 # ----------------------------------------------------------------------------- shapes

@@ -11,6 +11,9 @@ tensor([0.5000, 0.5000, 0.5000, 0.5000])
 """
 from __future__ import annotations
 
+import types
+import warnings
+
 from ... import composites as C
 from ... import functional as T
 from ...autograd.grad_mode import no_grad
@@ -18,27 +21,65 @@ from ...tensor import Tensor
 from . import rnn  # noqa: F401  (tg.nn.utils.rnn)
 
 
+def _as_list(tensors):
+    return [tensors] if isinstance(tensors, Tensor) else list(tensors)
+
+
 def _grads(parameters):
-    params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
-    return [p.grad for p in params if p.grad is not None]
+    return [p.grad for p in _as_list(parameters) if p.grad is not None]
+
+
+def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """The ``norm_type`` norm of the norms of ``tensors`` (as if they were concatenated);
+    RuntimeError with ``error_if_nonfinite`` when it is NaN or infinite.
+
+    >>> import tracegrad as tg
+    >>> tg.nn.utils.get_total_norm([tg.tensor([3.0]), tg.tensor([4.0])])
+    tensor(5.)
+    """
+    tensors = _as_list(tensors)
+    norm_type = float(norm_type)
+    if not tensors:
+        return T.to_tensor(0.0)
+    with no_grad():
+        total = C.norm(T.stack([C.norm(t, norm_type) for t in tensors]), norm_type)
+    if error_if_nonfinite and not bool(C.isfinite(total).item()):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is "
+                           "non-finite, so it cannot be clipped. To disable this error and scale the "
+                           "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
+def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    """Scale the gradients of ``parameters`` in place by ``min(1, max_norm / (total_norm +
+    1e-6))`` (``total_norm`` from ``get_total_norm``, possibly of more parameters)."""
+    grads = _grads(parameters)
+    if not grads:
+        return
+    with no_grad():
+        scale = T.clamp(T.div(float(max_norm), T.add(total_norm, 1e-6)), max=1.0)
+        for g in grads:
+            g.mul_(T.cast(scale, g.dtype))
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """Scale the gradients in place so that their joint ``norm_type`` norm is at most
     ``max_norm``; returns that norm (before clipping)."""
-    grads = _grads(parameters)
-    if not grads:
-        return T.to_tensor(0.0)
-    with no_grad():
-        norms = T.stack([C.norm(g, norm_type) for g in grads])
-        total = C.norm(norms, norm_type)
-        if error_if_nonfinite and not bool(C.isfinite(total).item()):
-            raise RuntimeError(f"The total norm of order {float(norm_type)} for gradients from "
-                               "`parameters` is non-finite, so it cannot be clipped.")
-        scale = T.clamp(T.div(float(max_norm), T.add(total, 1e-6)), max=1.0)
-        for g in grads:
-            g.mul_(T.cast(scale, g.dtype))
+    if isinstance(parameters, types.GeneratorType):
+        parameters = list(parameters)
+        if not parameters:
+            warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=2)
+    parameters = _as_list(parameters)
+    total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total, foreach)
     return total
+
+
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """Deprecated alias of ``clip_grad_norm_`` (a FutureWarning, as in PyTorch)."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
