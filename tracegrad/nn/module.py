@@ -71,6 +71,7 @@ class Module:
         sets(self, "_modules", OrderedDict())
         sets(self, "_forward_hooks", OrderedDict())
         sets(self, "_forward_pre_hooks", OrderedDict())
+        sets(self, "_load_state_dict_pre_hooks", OrderedDict())
 
     # ------------------------------------------------------------------ calling
     def forward(self, *args, **kwargs):
@@ -101,6 +102,22 @@ class Module:
         handle = RemovableHandle(self._forward_hooks)
         self._forward_hooks[handle.id] = hook
         return handle
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """``hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)`` (with ``with_module``: the module first) runs before ``load_state_dict``
+        reads this module's keys; it may rename them (older layouts)."""
+        if with_module:
+            hook = (lambda h: lambda *args: h(self, *args))(hook)
+        hooks = self.__dict__.setdefault("_load_state_dict_pre_hooks", OrderedDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` runs before ``load_state_dict`` reads this module."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
 
     # ------------------------------------------------------------------ registration
     def _check_new_name(self, name, kind, table):
@@ -422,6 +439,10 @@ class Module:
 
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        state_dict = OrderedDict(state_dict)  # (the pre-hooks may rename keys: not the caller's dict)
+        for prefix, mod in self.named_modules(remove_duplicate=False):
+            for hook in mod.__dict__.get("_load_state_dict_pre_hooks", {}).values():
+                hook(state_dict, prefix + "." if prefix else "", {}, strict, [], [], [])
         missing, expected, errors = [], set(), []
         for prefix, mod in self.named_modules(remove_duplicate=False):
             prefix = prefix + "." if prefix else ""

@@ -1,5 +1,7 @@
-"""``tg.nn.utils``: gradient clipping and flattening parameters, as ``torch.nn.utils``;
-``tg.nn.utils.rnn``: padding variable-length sequences.
+"""``tg.nn.utils``: gradient norms and clipping, flattening parameters and the older
+``weight_norm``, as ``torch.nn.utils``; ``tg.nn.utils.rnn``: padding variable-length sequences;
+``parametrize`` and ``parametrizations``: tensors computed from others (weight and spectral
+normalization).
 
 >>> import tracegrad as tg
 >>> w = tg.nn.Parameter(tg.ones(4))
@@ -18,7 +20,8 @@ from ... import composites as C
 from ... import functional as T
 from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
-from . import rnn  # noqa: F401  (tg.nn.utils.rnn)
+from . import parametrizations, parametrize, rnn  # noqa: F401  (tg.nn.utils.rnn, ...)
+from .weight_norm import remove_weight_norm, weight_norm  # noqa: F401
 
 
 def _as_list(tensors):
