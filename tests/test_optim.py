@@ -255,12 +255,22 @@ def test_zero_grad_and_closure():
     assert p.grad is None
 
 
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "NAdam", "RAdam", "Adamax", "RMSprop", "Adagrad",
+                                  "Adadelta", "Rprop", "ASGD"])
+def test_param_groups_and_repr_match_torch(name):
+    ours = getattr(tg.optim, name)([tg.nn.Parameter(tg.ones(2))], foreach=False)
+    theirs = getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(2))], foreach=False)
+    assert ours.state_dict()["param_groups"] == theirs.state_dict()["param_groups"]
+    assert repr(ours) == repr(theirs)
+    with pytest.raises(NotImplementedError, match="differentiable=True"):
+        getattr(tg.optim, name)([tg.nn.Parameter(tg.ones(2))], differentiable=True)
+
+
 def test_state_dict_layout_matches_torch():
     opt, ref, _, _ = run_both(lambda p: tg.optim.Adam(p, lr=0.01), lambda p: torch.optim.Adam(p, lr=0.01), steps=2)
     ours, theirs = opt.state_dict(), ref.state_dict()
-    torch_only = {"foreach", "capturable", "differentiable", "fused"}
-    assert [{k: v for k, v in g.items() if k not in torch_only} for g in theirs["param_groups"]] == \
-        ours["param_groups"]
+    assert theirs["param_groups"] == ours["param_groups"]  # (foreach, fused ... included)
+    assert repr(opt) == repr(ref)
     assert ours["state"].keys() == theirs["state"].keys()
     for idx, st in theirs["state"].items():
         assert ours["state"][idx].keys() == st.keys()

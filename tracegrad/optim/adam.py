@@ -26,9 +26,11 @@ class Adam(Optimizer):
     ``1 - lr * wd`` first."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
-                 amsgrad=False, *, maximize=False, decoupled_weight_decay=False):
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False, differentiable=False,
+                 fused=None, decoupled_weight_decay=False):
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                        amsgrad=amsgrad, maximize=maximize,
+                        amsgrad=amsgrad, maximize=maximize, foreach=foreach, capturable=capturable,
+                        differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
@@ -92,8 +94,10 @@ class AdamW(Adam):
     before the Adam update."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, *, maximize=False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False, differentiable=False,
+                 fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, foreach=foreach,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
 
     def load_state_dict(self, state_dict):

@@ -15,6 +15,7 @@ from __future__ import annotations
 from .. import dtypes as _dt
 from .. import functional as TF
 from .adam import Adam
+from .optimizer import Optimizer
 
 
 class NAdam(Adam):
@@ -24,11 +25,10 @@ class NAdam(Adam):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None, maximize=False,
                  capturable=False, differentiable=False):
-        super().__init__(params, lr, betas, eps, weight_decay, maximize=maximize,
-                         decoupled_weight_decay=decoupled_weight_decay)
-        for group in self.param_groups:
-            group.setdefault("momentum_decay", momentum_decay)
-        self.defaults["momentum_decay"] = momentum_decay
+        Optimizer.__init__(self, params, dict(
+            lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
+            decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
+            capturable=capturable, differentiable=differentiable))
 
     def _state_spec(self, group):
         return {"step": "step", "mu_product": "one", "exp_avg": "zeros", "exp_avg_sq": "zeros"}
@@ -59,8 +59,10 @@ class RAdam(Adam):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
-        super().__init__(params, lr, betas, eps, weight_decay, maximize=maximize,
-                         decoupled_weight_decay=decoupled_weight_decay)
+        Optimizer.__init__(self, params, dict(
+            lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+            decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
+            capturable=capturable, differentiable=differentiable))
 
     def _state_spec(self, group):
         return {"step": "step", "exp_avg": "zeros", "exp_avg_sq": "zeros"}
@@ -90,7 +92,9 @@ class Adamax(Adam):
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
-        super().__init__(params, lr, betas, eps, weight_decay, maximize=maximize)
+        Optimizer.__init__(self, params, dict(
+            lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, foreach=foreach,
+            maximize=maximize, differentiable=differentiable, capturable=capturable))
 
     def _state_spec(self, group):
         return {"step": "step", "exp_avg": "zeros", "exp_inf": "zeros"}

@@ -91,6 +91,9 @@ class Optimizer:
     ``_update_group(group)`` (the update, run under ``no_grad``)."""
 
     def __init__(self, params, defaults):
+        if defaults.get("differentiable"):
+            raise NotImplementedError(f"{type(self).__name__}(differentiable=True): tracegrad's optimizer "
+                                      "steps run under no_grad, so no gradient flows through them")
         self.defaults = dict(defaults)
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "

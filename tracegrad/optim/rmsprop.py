@@ -27,7 +27,8 @@ class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False, differentiable=False):
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
-                        centered=centered, maximize=maximize)
+                        centered=centered, capturable=capturable, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable)
         super().__init__(params, defaults)
 
     def _check_group(self, group):
@@ -66,7 +67,8 @@ class Adagrad(Optimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
                  eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
         defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps,
-                        initial_accumulator_value=initial_accumulator_value, maximize=maximize)
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
     def _check_group(self, group):
@@ -100,7 +102,8 @@ class Adadelta(Optimizer):
                  capturable=False, maximize=False, differentiable=False):
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize))
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, foreach=foreach,
+                                      capturable=capturable, maximize=maximize, differentiable=differentiable))
 
     def _check_group(self, group):
         _nonnegative(group, "lr", "eps", "weight_decay")
