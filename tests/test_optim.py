@@ -384,3 +384,31 @@ def test_step_traces_whole_and_never_retraces(make):
             for k, v in eager.state[p].items():
                 np.testing.assert_allclose(traced.state[q][k].numpy(), v.numpy(), rtol=1e-6, atol=1e-7)
     assert len(compiled_step.programs) == 1
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(line_search_fn="strong_wolfe"),
+                                    dict(lr=0.5, history_size=3, max_iter=7),
+                                    dict(line_search_fn="strong_wolfe", history_size=2, max_eval=9)], ids=str)
+def test_lbfgs_matches_torch(kwargs):
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((6, 3)), rng.standard_normal(6)
+    runs = {}
+    for lib in (tg, torch):
+        x = lib.nn.Parameter(lib.tensor([-1.2, 1.0, 0.3], dtype=lib.float64))
+        A, B = lib.tensor(a), lib.tensor(b)
+        opt = lib.optim.LBFGS([x], **kwargs)
+
+        def closure():
+            opt.zero_grad()
+            rosen = (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
+            loss = rosen + ((A @ x - B) ** 2).sum() * 0.1
+            loss.backward()
+            return loss
+
+        losses = [float(opt.step(closure)) for _ in range(4)]
+        st = opt.state[x]
+        runs[lib] = (losses, x.detach().numpy().copy(), st["func_evals"], st["n_iter"], len(st["old_dirs"]))
+    # (not to the last bit: PyTorch's add with alpha is a fused multiply-add, rounded once)
+    np.testing.assert_allclose(runs[tg][0], runs[torch][0], rtol=1e-6)
+    np.testing.assert_allclose(runs[tg][1], runs[torch][1], rtol=1e-6, atol=1e-9)
+    assert runs[tg][2:] == runs[torch][2:]

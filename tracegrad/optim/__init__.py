@@ -1,5 +1,5 @@
 """Optimizers (PyTorch's ``torch.optim``): SGD, Adam, AdamW, NAdam, RAdam, Adamax, RMSprop,
-Adagrad, Adadelta, Rprop, ASGD, and ``lr_scheduler``.
+Adagrad, Adadelta, Rprop, ASGD, LBFGS, and ``lr_scheduler``.
 
 >>> import tracegrad as tg
 >>> model = tg.nn.Linear(3, 1)
@@ -13,10 +13,11 @@ True
 from . import lr_scheduler
 from .adam import Adam, AdamW
 from .adam_variants import Adamax, NAdam, RAdam
+from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .rmsprop import Adadelta, Adagrad, RMSprop
 from .rprop import ASGD, Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "NAdam", "RAdam", "Adamax", "RMSprop", "Adagrad",
-           "Adadelta", "Rprop", "ASGD", "lr_scheduler"]
+           "Adadelta", "Rprop", "ASGD", "LBFGS", "lr_scheduler"]
