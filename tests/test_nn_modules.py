@@ -419,6 +419,29 @@ def test_init_functions():
         nn.init.kaiming_uniform_(tg.empty(3))
 
 
+@pytest.mark.parametrize("shape, groups", [((4, 2, 3), 1), ((6, 3, 3, 3), 3), ((2, 3, 1, 2, 3), 2)])
+def test_dirac_matches_torch(shape, groups):
+    ours = nn.init.dirac_(tg.empty(*shape), groups)
+    theirs = torch.nn.init.dirac_(torch.empty(*shape), groups)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    x = np.random.default_rng(0).standard_normal((1, shape[1]) + (5,) * (len(shape) - 2))
+    if len(shape) == 4 and groups == 1:  # (a Dirac-initialised conv passes its input through)
+        conv = nn.Conv2d(shape[1], shape[0], 3, padding=1, bias=False)
+        nn.init.dirac_(conv.weight)
+        np.testing.assert_allclose(conv(tg.tensor(x, dtype=tg.float32)).numpy()[:, :shape[1]], x, rtol=1e-6)
+    with pytest.raises(ValueError, match="divisible by groups"):
+        nn.init.dirac_(tg.empty(5, 2, 3), groups=2)
+
+
+def test_sparse_init_and_deprecated_aliases():
+    w = nn.init.sparse_(tg.empty(10, 6), sparsity=0.3, std=0.5)
+    assert ((w.numpy() == 0).sum(0) >= 3).all()
+    with pytest.warns(FutureWarning, match="nn.init.normal_"):
+        nn.init.normal(w)
+    with pytest.raises(ValueError, match="2 dimensions"):
+        nn.init.sparse_(tg.empty(3), 0.1)
+
+
 def test_deepcopy_and_pickle_keep_parameters():
     import pickle
 

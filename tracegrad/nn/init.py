@@ -143,3 +143,58 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan), generator)
+
+
+def dirac_(tensor, groups=1):
+    """Fill a 3-, 4- or 5-dim convolution weight with the Dirac delta: each of the first
+    ``min(out_channels / groups, in_channels)`` output channels of each group passes its input
+    channel through unchanged (the kernel's centre is 1, the rest 0)."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tuple(tensor.shape)
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = sizes[0] // groups
+    weight = np.zeros(sizes)
+    centre = tuple(s // 2 for s in sizes[2:])
+    for g in range(groups):
+        for d in range(min(per_group, sizes[1])):
+            weight[(g * per_group + d, d) + centre] = 1
+    return _fill(tensor, weight)
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """Fill a 2-dim tensor from N(0, std^2), then zero ``ceil(sparsity * rows)`` random rows of
+    each column."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tuple(tensor.shape)
+    rng = _rng(generator)
+    weight = rng.normal(0.0, std, (rows, cols))
+    zeros = math.ceil(sparsity * rows)
+    for c in range(cols):
+        weight[rng.permutation(rows)[:zeros], c] = 0
+    return _fill(tensor, weight)
+
+
+def _deprecated(old, new):
+    def init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new.__name__}`.",
+                      FutureWarning, stacklevel=2)
+        return new(*args, **kwargs)
+
+    init.__name__ = old
+    init.__doc__ = f"Deprecated alias of ``{new.__name__}`` (a FutureWarning, as in PyTorch)."
+    return init
+
+
+uniform = _deprecated("uniform", uniform_)
+normal = _deprecated("normal", normal_)
+constant = _deprecated("constant", constant_)
+eye = _deprecated("eye", eye_)
+dirac = _deprecated("dirac", dirac_)
+xavier_uniform = _deprecated("xavier_uniform", xavier_uniform_)
+xavier_normal = _deprecated("xavier_normal", xavier_normal_)
+kaiming_uniform = _deprecated("kaiming_uniform", kaiming_uniform_)
+kaiming_normal = _deprecated("kaiming_normal", kaiming_normal_)
+sparse = _deprecated("sparse", sparse_)
