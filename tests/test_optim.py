@@ -412,3 +412,25 @@ def test_lbfgs_matches_torch(kwargs):
     np.testing.assert_allclose(runs[tg][0], runs[torch][0], rtol=1e-6)
     np.testing.assert_allclose(runs[tg][1], runs[torch][1], rtol=1e-6, atol=1e-9)
     assert runs[tg][2:] == runs[torch][2:]
+
+
+def test_step_and_state_dict_hooks_run_as_torchs():
+    calls = {}
+    for lib in (tg, torch):
+        w = lib.nn.Parameter(lib.ones(2))
+        opt = lib.optim.SGD([w], lr=0.5)
+        log = []
+        pre = opt.register_step_pre_hook(lambda o, args, kwargs: log.append(("pre", len(args))))
+        opt.register_step_post_hook(lambda o, args, kwargs: log.append("post"))
+        opt.register_state_dict_pre_hook(lambda o: log.append("sd-pre"))
+        opt.register_state_dict_post_hook(lambda o, sd: {**sd, "extra": 1})
+        opt.register_load_state_dict_pre_hook(lambda o, sd: {k: v for k, v in sd.items() if k != "extra"})
+        opt.register_load_state_dict_post_hook(lambda o: log.append("load-post"))
+        w.grad = lib.ones(2)
+        opt.step()
+        pre.remove()
+        opt.step()
+        sd = opt.state_dict()
+        opt.load_state_dict(sd)
+        calls[lib] = (log, sorted(sd), w.tolist())
+    assert calls[tg] == calls[torch]

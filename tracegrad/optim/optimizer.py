@@ -19,10 +19,12 @@ tensor([0., 0.], requires_grad=True)
 """
 from __future__ import annotations
 
-from collections import defaultdict
+import functools
+from collections import OrderedDict, defaultdict
 
 from .. import creation
 from .. import dtypes as _dt
+from ..autograd.graph import RemovableHandle
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
 
@@ -99,6 +101,7 @@ class Optimizer:
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             "Tensors or dicts, but got " + _typename(params))
         self.state = defaultdict(dict)
+        self._hooks = {kind: OrderedDict() for kind in _HOOK_KINDS}
         self.param_groups = []
         groups = list(params)
         if len(groups) == 0:
@@ -173,6 +176,54 @@ class Optimizer:
                 else:
                     st[name] = creation.full_like(p.detach(), value)
 
+    # ------------------------------------------------------------------ hooks
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:  # every optimizer's step runs the step hooks
+            cls.step = _with_step_hooks(cls.__dict__["step"])
+
+    def _register(self, kind, hook, prepend=False):
+        hooks = self.__dict__.setdefault("_hooks", {k: OrderedDict() for k in _HOOK_KINDS})[kind]
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_step_pre_hook(self, hook):
+        """``hook(optimizer, args, kwargs)`` runs before ``step``; it may return new
+        ``(args, kwargs)``. Returns a handle whose ``remove()`` unregisters it."""
+        return self._register("step_pre", hook)
+
+    def register_step_post_hook(self, hook):
+        """``hook(optimizer, args, kwargs)`` runs after ``step``."""
+        return self._register("step_post", hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """``hook(optimizer)`` runs before ``state_dict`` builds the dict."""
+        return self._register("state_dict_pre", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """``hook(optimizer, state_dict)`` runs after; it may return a replacement dict."""
+        return self._register("state_dict_post", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """``hook(optimizer, state_dict)`` runs before loading; it may return a replacement."""
+        return self._register("load_state_dict_pre", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """``hook(optimizer)`` runs after ``load_state_dict``."""
+        return self._register("load_state_dict_post", hook, prepend)
+
+    def _run_hooks(self, kind, *args):
+        """Each hook of ``kind`` in turn; the last non-None result (or None)."""
+        result = None
+        for hook in list(self.__dict__.get("_hooks", {}).get(kind, {}).values()):
+            out = hook(self, *args)
+            if out is not None:
+                result = out
+        return result
+
     # ------------------------------------------------------------------ the update
     def step(self, closure=None):
         """One update of every parameter that has a ``.grad``. ``closure`` (optional)
@@ -234,6 +285,11 @@ class Optimizer:
         """``{"state": {index: {name: tensor}}, "param_groups": [{option: value, "params":
         [index, ...]}]}``, PyTorch's layout: parameters are numbered in group order. The
         tensors are the optimizer's own (not copies)."""
+        self._run_hooks("state_dict_pre")
+        state_dict = self._state_dict()
+        return self._run_hooks("state_dict_post", state_dict) or state_dict
+
+    def _state_dict(self):
         index, groups = {}, []
         for g in self.param_groups:
             packed = {k: v for k, v in g.items() if k != "params"}
@@ -247,6 +303,11 @@ class Optimizer:
     def load_state_dict(self, state_dict):
         """Load options and state saved by ``state_dict`` (also from ``tg.load``). State is
         copied into the existing tensors in place, so compiled steps stay valid."""
+        state_dict = self._run_hooks("load_state_dict_pre", state_dict) or state_dict
+        self._load_state_dict(state_dict)
+        self._run_hooks("load_state_dict_post")
+
+    def _load_state_dict(self, state_dict):
         saved_groups = state_dict["param_groups"]
         if len(self.param_groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
@@ -297,6 +358,37 @@ class Optimizer:
                     s += f"    {key}: {group[key]}\n"
         return s + ")"
 
+
+
+_HOOK_KINDS = ("step_pre", "step_post", "state_dict_pre", "state_dict_post", "load_state_dict_pre",
+               "load_state_dict_post")
+
+
+def _with_step_hooks(step):
+    """``step`` running the optimizer's step pre-hooks (which may replace its arguments)
+    before it and the post-hooks after it."""
+    @functools.wraps(step)
+    def stepped(*args, **kwargs):
+        self = args[0]  # (the hooks see the optimizer among the arguments, as PyTorch's)
+        hooks = self.__dict__.get("_hooks")
+        if not hooks or not (hooks["step_pre"] or hooks["step_post"]):
+            return step(*args, **kwargs)
+        for hook in list(hooks["step_pre"].values()):
+            out = hook(self, args, kwargs)
+            if out is not None:
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise RuntimeError(f"{hook} must return None or a tuple of (new_args, new_kwargs), "
+                                       f"but got {out}.")
+                args, kwargs = out
+        result = step(*args, **kwargs)
+        for hook in list(hooks["step_post"].values()):
+            hook(self, args, kwargs)
+        return result
+
+    return stepped
+
+
+Optimizer.step = _with_step_hooks(Optimizer.step)
 
 
 def _is_number_option(value):
