@@ -168,6 +168,8 @@ def _twins():
                                                            _along(x.shape, dim)(src)),
         "gather": lambda x, idx, dim: t.gather(x, dim, idx),
         "scatter_add": lambda x, idx, src, dim: t.scatter_add(x, dim, idx, src),
+        "scatter": lambda x, idx, src, dim: t.scatter(x, dim, idx, src),
+        "scatter_reduce": lambda x, idx, src, dim, reduce: t.scatter_reduce(x, dim, idx, src, reduce),
         "argsort": lambda x, dim, descending, stable: t.sort(x, dim=dim, descending=descending,
                                                               stable=True).indices,
         "nonzero": lambda x: t.nonzero(x),

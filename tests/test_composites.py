@@ -60,6 +60,22 @@ CASES = {
     "cumsum-bool": (lambda m, x: m.cumsum(x > 0, 1), [X]),
     "cumsum-dtype": (lambda m, x: m.cumsum(x, -2, dtype=m.float32), [X]),
     "cumsum-0d": (lambda m, x: m.cumsum(x.sum(), 0), [X]),
+    "scatter-value": (lambda m, x: x.scatter(1, m.tensor([[0, 2], [4, 1], [3, 3], [1, 0]]), 2.5), [X]),
+    "scatter-src": (lambda m, x, y: m.scatter(x, 0, m.tensor([[2, 0, 1, 3, 0]]), y[:1] * 3), [X, Y]),
+    # (PyTorch has no derivative for scatter with reduce=)
+    "scatter-reduce-arg": (lambda m, x, y: x.detach().scatter(1, m.tensor([[0, 0], [1, 1], [2, 0], [4, 4]]),
+                                                              y[:, :2].detach(), reduce="multiply")
+                           + x.detach().scatter(1, m.tensor([[0, 0], [1, 1], [2, 0], [4, 4]]),
+                                                y[:, :2].detach(), reduce="add"), [X, Y]),
+    **{f"scatter_reduce-{r}-{s}": (lambda m, x, y, r=r, s=s: x.scatter_reduce(
+        0, m.tensor([[0, 1, 1, 0, 2], [0, 1, 3, 0, 2], [1, 1, 3, 0, 0]]), y[:3], r, include_self=s), [X, Y])
+       for r in ("sum", "prod", "mean", "amax", "amin") for s in (True, False)},
+    "scatter_reduce-int-mean": (lambda m, x: (x * 5).to(m.int64).scatter_reduce(
+        1, m.tensor([[0, 0, 1], [2, 2, 2], [0, 1, 0], [3, 3, 3]]), (x[:, :3] * 7).to(m.int64), "mean",
+        include_self=False), [X]),
+    "scatter_reduce-int-amax": (lambda m, x: (x * 5).to(m.int32).scatter_reduce(
+        1, m.tensor([[0, 0, 1], [2, 2, 2], [0, 1, 0], [3, 3, 3]]), (x[:, :3] * 7).to(m.int32), "amax",
+        include_self=False), [X]),
     "cumprod": (lambda m, x: m.cumprod(x, 1), [X]),
     "cumprod-zeros": (lambda m, x: (x * (x.abs() > 0.6)).cumprod(0), [X]),
     "cumprod-int": (lambda m, x: m.cumprod((x * 3).to(m.int32), 1) + m.cumprod(x > 0, 0), [X]),
@@ -245,7 +261,7 @@ def test_tensor_helpers_match_torch():
 
 
 @pytest.mark.parametrize("expr", [
-    "x.eq_(1.0)", "x.gt_(y)", "x.tan_()", "x.clamp_min_(0.2)", "x.cumsum_(1)", "x.cumprod_(0)", "x.floor_divide_(0.7)",
+    "x.eq_(1.0)", "x.gt_(y)", "x.tan_()", "x.clamp_min_(0.2)", "x.cumsum_(1)", "x.cumprod_(0)", "x.scatter_(1, x.argsort(1), 0.5)", "x.scatter_reduce_(0, x.argsort(0), y, 'amax')", "x.floor_divide_(0.7)",
     "x.divide_(2)", "x.abs().logit_(0.1)", "x.logical_xor_(y)", "x.heaviside_(y)", "x.sgn_()",
     "x.float_power_(2)", "x.swapdims(0, 1)", "x.msort()", "x.reshape_as(x.T)", "x[0].ger(x[1])"])
 def test_more_tensor_methods_match_torch(expr):

@@ -104,6 +104,16 @@ for _name in ["scatter_add", "index_select", "index_add", "sort", "topk", "argso
 Tensor.index_add_ = lambda self, dim, index, source, *, alpha=1: _index_ops().index_add_(
     self, dim, index, source, alpha=alpha)
 Tensor.scatter_add_ = lambda self, dim, index, src: _index_ops().scatter_add_(self, dim, index, src)
+Tensor.scatter = _method(F.scatter)
+Tensor.scatter_reduce = _method(F.scatter_reduce)
+Tensor.scatter_ = lambda self, *args, **kwargs: _scatter_ops().scatter_(self, *args, **kwargs)
+Tensor.scatter_reduce_ = lambda self, *args, **kwargs: _scatter_ops().scatter_reduce_(self, *args, **kwargs)
+
+
+def _scatter_ops():
+    from .ops import scatter
+
+    return scatter
 
 
 def _index_ops():

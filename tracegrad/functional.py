@@ -737,6 +737,7 @@ def addmm(input, a, b, beta=1, alpha=1):
 # ----------------------------------------------------------------------------- ordering, gather/scatter
 from .ops.index import (argsort, argwhere, gather, index_add, index_select, nonzero,  # noqa: E402
                         scatter_add, sort, topk)
+from .ops.scatter import scatter, scatter_reduce  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- comparisons to Python values

@@ -185,15 +185,20 @@ def _gather_impl(x, idx, dim):
     return x[_grid(idx, dim)]
 
 
-def _infer_scatter_add(x, idx, src, dim):
-    _int_index(idx, "scatter_add")
-    if src.dtype is not x.dtype:
-        raise RuntimeError(f"scatter_add(): Expected self.dtype to be equal to src.dtype, got "
-                           f"{x.dtype} and {src.dtype}")
-    if len(src.shape) != len(idx.shape):
-        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
-    _check_gather_shapes("scatter_add", x, idx, dim, src)
-    return tuple(x.shape), x.dtype
+def _infer_scatter(what):
+    """The shape rule of the scatters (scatter_add here, scatter and scatter_reduce in
+    ops/scatter.py): gather's geometry, ``src`` at least as large as ``index``."""
+    def infer(x, idx, src, dim, **_):
+        _int_index(idx, what)
+        if src.dtype is not x.dtype:
+            raise RuntimeError(f"{what}(): Expected self.dtype to be equal to src.dtype, got "
+                               f"{x.dtype} and {src.dtype}")
+        if len(src.shape) != len(idx.shape):
+            raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+        _check_gather_shapes(what, x, idx, dim, src)
+        return tuple(x.shape), x.dtype
+
+    return infer
 
 
 def _scatter_add_impl(x, idx, src, dim):
@@ -224,7 +229,7 @@ GATHER = defop(
                     (("any", ("index", (2, 6), 4)), {"dim": 1})])
 
 SCATTER_ADD = defop(
-    "scatter_add", infer=_infer_scatter_add, impl=_scatter_add_impl, save=(1,), nondiff_inputs=(1,),
+    "scatter_add", infer=_infer_scatter("scatter_add"), impl=_scatter_add_impl, save=(1,), nondiff_inputs=(1,),
     kind="index",
     vjp=lambda ctx, g: (g, None, _pad_to(GATHER(g, ctx.input(1), dim=ctx.dim), ctx.shapes[2])
                         if ctx.needs_input_grad[2] else None),

@@ -195,6 +195,17 @@ def index_put(lw, n):
     _scatter_along(lw, n, "=")
 
 
+# scatters: the C statement combining the target element ``t`` with the source element ``v``
+# (NaN propagates through the extremes: once ``t`` is NaN no comparison replaces it)
+_SCATTERS = {
+    "scatter_add": "{t} += {v};",
+    "scatter": "{t} = {v};",
+    "prod": "{t} *= {v};",
+    "amax": "{{ const {ct} v = {v}; if (v != v || v > {t}) {t} = v; }}",
+    "amin": "{{ const {ct} v = {v}; if (v != v || v < {t}) {t} = v; }}",
+}
+
+
 def _gather_like(lw, n, scatter):
     x, idx = n.inputs[0], n.inputs[1]
     dim = n.attrs["dim"]
@@ -222,7 +233,9 @@ def _gather_like(lw, n, scatter):
             f"if (t < 0 || t >= {size}) return 1;"]
     where = f"{rest} + t*{tstride}" if x.ndim else "0"
     if scatter:
-        body.append(f"{_ptr(target)}[{where}] += {_ptr(sv)}[{src_idx}];")
+        update = _SCATTERS[n.attrs.get("reduce", n.op.name)]
+        body.append(update.format(t=f"{_ptr(target)}[{where}]", v=f"{_ptr(sv)}[{src_idx}]",
+                                  ct=ctype_of(x.dtype)))
     else:
         body.append(f"{ov.buf}[{iflat}] = {_ptr(target)}[{where}];")
     _raw(lw, _block(_loops(vars_, body)), views, n.op.name)
@@ -234,6 +247,9 @@ def gather(lw, n):
 
 def scatter_add(lw, n):
     _gather_like(lw, n, scatter=True)
+
+
+scatter = scatter_reduce = scatter_add  # (the update comes from _SCATTERS)
 
 
 def argsort(lw, n):
