@@ -76,6 +76,23 @@ CASES = {
     "scatter_reduce-int-amax": (lambda m, x: (x * 5).to(m.int32).scatter_reduce(
         1, m.tensor([[0, 0, 1], [2, 2, 2], [0, 1, 0], [3, 3, 3]]), (x[:, :3] * 7).to(m.int32), "amax",
         include_self=False), [X]),
+    "unfold": (lambda m, x: x.unfold(1, 2, 2) * 2 + x.unfold(0, 3, 1).sum(), [X]),
+    "unfold-last": (lambda m, x: x.unfold(-1, 3, 1), [X]),
+    "masked_select": (lambda m, x, y: m.masked_select(x, y[0] > 0), [X, Y]),
+    "masked_scatter": (lambda m, x, y: x.masked_scatter(y > 0.2, y * 3), [X, Y]),
+    "index_copy": (lambda m, x, y: x.index_copy(1, m.tensor([4, 0]), y[:, :2]), [X, Y]),
+    "index_fill": (lambda m, x: x.index_fill(0, m.tensor([3, 1]), -2.0), [X]),
+    "index_put": (lambda m, x, y: x.index_put((m.tensor([0, 2]), m.tensor([1, 3])), y[0, :2]), [X, Y]),
+    "index_put-accumulate": (lambda m, x, y: m.index_put(x, (m.tensor([0, 2, 0]),), y[:3], accumulate=True), [X, Y]),
+    "index_put-accumulate-2d": (lambda m, x, y: x.index_put(
+        (m.tensor([0, 2, 0, -1]), m.tensor([1, 1, 1, 4])), y[0, :4], accumulate=True), [X, Y]),
+    "diagonal_scatter": (lambda m, x, y: m.diagonal_scatter(x, y[0, :4] * 2, 1), [X, Y]),
+    "diagonal_scatter-3d": (lambda m, x, y: m.diagonal_scatter(x.reshape(2, 2, 5), y[:2, :2], -1, 2, 0), [X, Y]),
+    "select_scatter": (lambda m, x, y: m.select_scatter(x, y[1], 0, 2), [X, Y]),
+    "slice_scatter": (lambda m, x, y: m.slice_scatter(x, y[:, :2], 1, 1, 5, 2), [X, Y]),
+    "aminmax": (lambda m, x: m.aminmax(x, dim=1).min[:, None] + x.aminmax(dim=0, keepdim=True).max, [X]),
+    "aminmax-all": (lambda m, x: m.aminmax(x).max - m.aminmax(x, keepdim=True).min, [X]),
+    "histc": (lambda m, x: m.histc(x, bins=7) + x.histc(4, min=-1, max=1).sum(), [X]),
     "cumprod": (lambda m, x: m.cumprod(x, 1), [X]),
     "cumprod-zeros": (lambda m, x: (x * (x.abs() > 0.6)).cumprod(0), [X]),
     "cumprod-int": (lambda m, x: m.cumprod((x * 3).to(m.int32), 1) + m.cumprod(x > 0, 0), [X]),
@@ -172,7 +189,7 @@ CASES = {
 # own node, so the running sum of the gradient is taken in float32
 # the output's shape is read from an input tensor (a constant made in the function is read
 # while tracing, as torch.compile does)
-DATA_DEPENDENT_SHAPES = {"repeat_interleave-counts"}
+DATA_DEPENDENT_SHAPES = {"repeat_interleave-counts", "masked_select"}
 GRAD_RTOL = {"cumsum-dtype": 1e-6}
 
 
@@ -261,7 +278,7 @@ def test_tensor_helpers_match_torch():
 
 
 @pytest.mark.parametrize("expr", [
-    "x.eq_(1.0)", "x.gt_(y)", "x.tan_()", "x.clamp_min_(0.2)", "x.cumsum_(1)", "x.cumprod_(0)", "x.scatter_(1, x.argsort(1), 0.5)", "x.scatter_reduce_(0, x.argsort(0), y, 'amax')", "x.floor_divide_(0.7)",
+    "x.eq_(1.0)", "x.gt_(y)", "x.tan_()", "x.clamp_min_(0.2)", "x.cumsum_(1)", "x.cumprod_(0)", "x.scatter_(1, x.argsort(1), 0.5)", "x.scatter_reduce_(0, x.argsort(0), y, 'amax')", "x.floor_divide_(0.7)", "x.index_fill_(1, x.argmax(1), 9.0)", "x.fill_diagonal_(7.0)", "x.T.fill_diagonal_(2.0, wrap=True)",
     "x.divide_(2)", "x.abs().logit_(0.1)", "x.logical_xor_(y)", "x.heaviside_(y)", "x.sgn_()",
     "x.float_power_(2)", "x.swapdims(0, 1)", "x.msort()", "x.reshape_as(x.T)", "x[0].ger(x[1])"])
 def test_more_tensor_methods_match_torch(expr):
@@ -284,3 +301,51 @@ def test_tensor_predicates_match_torch():
                         t.get_device(), t.is_cpu, t.is_cuda, t.itemsize, t.nbytes, t.ndimension(),
                         lib.tensor([2.0]).is_nonzero()))
     assert answers[0] == answers[1]
+
+
+def test_data_dependent_selections_match_torch():
+    ints = np.array([3, 1, 1, 0, 7, 3, 3, 2])
+    grid = np.array([[1, 2], [1, 2], [3, 4], [1, 2], [1, 2]])
+    outs = []
+    for lib in (tg, torch):
+        i, g = lib.tensor(ints), lib.tensor(grid)
+        res = [lib.bincount(i), lib.bincount(i, minlength=10), lib.bincount(i, lib.tensor(ints * 0.5)),
+               *lib.unique(i, return_inverse=True, return_counts=True), lib.unique(g, dim=0),
+               *lib.unique_consecutive(i, return_inverse=True, return_counts=True),
+               *lib.unique_consecutive(g, return_counts=True, dim=0), lib.broadcast_tensors(i[:1], g)[0],
+               lib.tensor(list(lib.broadcast_shapes((2, 1), (3,))))]
+        outs.append([(r.numpy(), str(r.dtype).split(".")[-1]) for r in res])
+    for (a, da), (b, db) in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+        assert da == db
+    with pytest.warns(RuntimeWarning, match="graph break"):
+        tg.compile(lambda t: tg.unique(t) * 2)(tg.tensor(ints))
+    with pytest.raises(RuntimeError, match="at least 3 elements"):
+        tg.zeros(3).masked_scatter(tg.ones(3, dtype=tg.bool), tg.ones(2))
+
+
+def test_diagonal_is_a_view_as_in_torch():
+    """Writing into x.diagonal() writes into x (diag() gives a copy), eagerly, through
+    autograd and compiled."""
+    results = []
+    for lib in (tg, torch):
+        x = lib.zeros(3, 4)
+        x.diagonal(1).fill_(1.0)
+        y = lib.zeros(2, 3, 3)
+        y.diagonal(0, 1, 2).add_(lib.arange(6.0).reshape(2, 3))
+        z = lib.zeros(3, 3)
+        lib.diag(z).fill_(5.0)
+        w = lib.ones(3, 3, requires_grad=True)
+        v = w * 2
+        v.diagonal().mul_(5)
+        v.sum().backward()
+        results.append([t.detach().numpy() for t in (x, y, z, w.grad)])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+    def zero_diagonal(a):
+        b = a * 1
+        b.diagonal().zero_()
+        return b
+
+    np.testing.assert_array_equal(tg.compile(zero_diagonal, fullgraph=True)(tg.ones(3, 3)).numpy(), 1 - np.eye(3))

@@ -28,6 +28,7 @@ from .einsum import einsum, kron, tensordot  # noqa: F401
 from .layout import *  # noqa: F401,F403
 from .math_extras import *  # noqa: F401,F403
 from .statistics import *  # noqa: F401,F403
+from .selection import *  # noqa: F401,F403
 from . import linalg  # noqa: E402
 from .linalg import cholesky, cholesky_inverse, cholesky_solve, det, inv as inverse, slogdet  # noqa: F401,E402
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,

@@ -8,6 +8,7 @@ from . import creation
 from . import layout as LY
 from . import linalg as LA
 from . import math_extras as MX
+from . import selection as SE
 from . import statistics as ST
 from . import functional as F
 from . import indexing
@@ -45,9 +46,9 @@ for _name in ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
     setattr(Tensor, _name, _method(getattr(F, _name)))
 for _name in C.__all__:
     setattr(Tensor, _name, _method(getattr(C, _name)))
-for _module in (MX, LY, ST):
-    for _name in _module.__all__:
-        if _name != "meshgrid":  # (a function only, in PyTorch too)
+for _module in (MX, LY, ST, SE):
+    for _name in _module.__all__ + getattr(_module, "METHODS_ONLY", []):
+        if _name not in ("meshgrid", "broadcast_tensors", "broadcast_shapes"):  # (functions only, in PyTorch too)
             setattr(Tensor, _name, _method(getattr(_module, _name)))
 Tensor.repeat = _method(LY.repeat)
 
@@ -301,6 +302,7 @@ Tensor.normal_ = _random_fill("normal_")
 # tensor's own dtype, as PyTorch's ``x.eq_(y)``)
 for _name in ["eq", "ne", "lt", "le", "gt", "ge", "tan", "erf", "erfc", "log2", "log10", "logical_and",
               "logical_or", "logical_not", "logical_xor", "clamp_min", "clamp_max", "cumsum", "cumprod",
+              "index_copy", "index_fill", "index_put", "masked_scatter",
               "floor_divide", "logit", "sinc", "xlogy", "heaviside", "float_power", "sgn"]:
     setattr(Tensor, _name + "_", _inplace(getattr(Tensor, _name)))
 for _alias, _name in [("divide_", "div_"), ("true_divide_", "div_"), ("multiply_", "mul_"),

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from . import functional as F
-from .creation import arange, tensor
+from .creation import arange, tensor, zeros
 from .ops.shapes import broadcast_shapes, normalize_dims, wrap_dim
 from .tensor import Tensor
 
@@ -231,7 +231,25 @@ def diagonal(x, offset=0, dim1=0, dim2=1):
     n = max(min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols), 0)
     start = offset if offset >= 0 else -offset * cols
     flat = F.reshape(m, tuple(m.shape[:-2]) + (rows * cols,))
-    return F.index_select(flat, -1, tensor([start + i * (cols + 1) for i in range(n)], dtype=F._dt.int64))
+    out = F.index_select(flat, -1, tensor([start + i * (cols + 1) for i in range(n)], dtype=F._dt.int64))
+    return _as_diagonal_view(out, x, offset, d1, d2)
+
+
+def _as_diagonal_view(out, x, offset, d1, d2):
+    """Make ``out`` (``x``'s diagonal, computed) a view of ``x``, as PyTorch's ``diagonal`` is:
+    writing into it writes into ``x`` (eagerly its array aliases x's memory)."""
+    from . import views
+    from .selection import diagonal_scatter
+
+    if not x._is_traced and out._value.size:
+        start = [0] * x.ndim
+        start[d1], start[d2] = max(-offset, 0), max(offset, 0)
+        corner = x._value[tuple(slice(k, None) for k in start)]
+        layout = np.diagonal(x._value, offset, d1, d2)  # (read-only: its shape and strides only)
+        out._value = np.lib.stride_tricks.as_strided(corner, layout.shape, layout.strides)
+    shape = tuple(x.shape)
+    return views.make_view(out, x, lambda b: diagonal(b, offset, d1, d2),
+                           lambda r: diagonal_scatter(zeros(shape, dtype=r.dtype), r, offset, d1, d2))
 
 
 _diagonal = diagonal  # (diag's argument takes PyTorch's name, diagonal)
@@ -241,7 +259,7 @@ def diag(x, diagonal=0):
     """A 1-D ``x`` on the ``diagonal`` of a square matrix (zeros elsewhere); a 2-D ``x``'s
     ``diagonal`` as a vector."""
     if x.ndim == 2:
-        return _diagonal(x, diagonal)
+        return F.clone(_diagonal(x, diagonal))  # (a copy, as PyTorch's diag: not a view)
     if x.ndim != 1:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {x.ndim}D")
     n = x.shape[0] + abs(diagonal)

@@ -16,10 +16,11 @@ from . import dtypes as _dt
 from . import functional as F
 from .creation import tensor
 from .ops.shapes import wrap_dim
-from .tensor import Tensor
+from .tensor import Size, Tensor
 
 __all__ = ["tile", "select", "rot90", "fliplr", "flipud", "meshgrid", "tensor_split", "take", "ravel",
-           "take_along_dim", "hsplit", "vsplit", "dsplit", "diag_embed", "diagflat"]
+           "take_along_dim", "hsplit", "vsplit", "dsplit", "diag_embed", "diagflat", "broadcast_tensors",
+           "broadcast_shapes"]
 
 
 def repeat(input, *sizes):
@@ -210,3 +211,17 @@ def _place_diagonal(input, offset, dim1, dim2):
 def diagflat(input, offset=0):
     """A 2-d matrix with the flattened input on its ``offset`` diagonal."""
     return _place_diagonal(F.reshape(input, (-1,)), offset, 0, 1)
+
+
+def broadcast_shapes(*shapes):
+    """The shape all of ``shapes`` broadcast to (RuntimeError when they do not)."""
+    from .ops.shapes import broadcast_shapes as common
+
+    return Size(common(*[(s,) if isinstance(s, int) else tuple(s) for s in shapes]))
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded to their common shape (views, as PyTorch's)."""
+    tensors = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    shape = tuple(broadcast_shapes(*[tuple(t.shape) for t in tensors]))
+    return tuple(F.expand(t, shape) for t in tensors)
