@@ -11,6 +11,7 @@ from . import dtypes
 from .dtypes import (bool_ as bool, float32, float64, int32, int64, get_default_dtype,
                      set_default_dtype, result_type, DType as dtype)
 from .dtypes import float32 as float, float64 as double, int64 as long  # noqa: A001
+from .dtypes import finfo, iinfo  # noqa: F401
 from .tensor import Size, Tensor
 from . import _methods  # noqa: F401  (binds methods onto Tensor)
 from .ops import registry as _registry
@@ -44,5 +45,6 @@ from .export import export  # noqa: E402  (tg.export: a standalone C library)
 from . import compiler
 from . import nn, optim, utils
 from . import func  # noqa: E402  (tg.func: function transforms, as torch.func)
+from . import distributions  # noqa: E402
 from .nn.functional import log_softmax, softmax  # tg.softmax(x, dim), as torch.softmax
 from .checkpoint import load, load_checkpoint, save, save_checkpoint

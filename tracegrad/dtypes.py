@@ -151,3 +151,43 @@ def result_type(*args) -> DType:
         elif c > result.category:
             result = category_default(c)
     return result if result is not None else get_default_dtype()
+
+
+class finfo:
+    """The limits of a floating dtype (``torch.finfo``): ``bits eps max min tiny
+    smallest_normal resolution dtype``.
+
+    >>> import tracegrad as tg
+    >>> tg.finfo(tg.float32).eps
+    1.1920928955078125e-07
+    """
+
+    def __init__(self, type=None):
+        dtype = get_default_dtype() if type is None else to_dtype(type)
+        if not dtype.is_floating_point:
+            raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to "
+                            f"handle '{dtype.name}'")
+        info = np.finfo(dtype.np)
+        self.bits, self.dtype = info.bits, dtype.name
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.tiny = self.smallest_normal = float(info.tiny)
+        self.resolution = 10.0 ** -info.precision
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """The limits of an integer dtype (``torch.iinfo``): ``bits max min dtype``."""
+
+    def __init__(self, type):
+        dtype = to_dtype(type)
+        if dtype.is_floating_point or dtype.np.kind == "b":
+            raise TypeError(f"torch.iinfo() requires an integer input type. Use torch.finfo to handle "
+                            f"'{dtype.name}'")
+        info = np.iinfo(dtype.np)
+        self.bits, self.max, self.min, self.dtype = info.bits, int(info.max), int(info.min), dtype.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

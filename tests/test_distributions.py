@@ -1,0 +1,168 @@
+"""tg.distributions against torch.distributions: shapes, log_prob, entropy, moments and cdf
+with their gradients, KL divergences, sampling shapes and statistics, argument checks, and
+log_prob / kl compiled against eager."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tracegrad as tg  # noqa: E402
+
+RNG = np.random.default_rng(8)
+LOC = RNG.standard_normal((2, 3))
+SCALE = RNG.uniform(0.5, 2.0, (2, 3))
+PROBS = RNG.uniform(0.05, 0.95, (2, 3))
+LOGITS = RNG.standard_normal((2, 4))
+A = RNG.standard_normal((2, 3, 3))
+COV = A @ np.swapaxes(A, -1, -2) + np.eye(3)
+
+# name: (constructor of the library's distribution from its tensors, parameter arrays, values)
+CASES = {
+    "Normal": (lambda D, l, s: D.Normal(l, s), [LOC, SCALE], RNG.standard_normal((4, 2, 3))),
+    "Normal-broadcast": (lambda D, l, s: D.Normal(l[0], s[:, :1]), [LOC, SCALE], RNG.standard_normal((2, 3))),
+    "Uniform": (lambda D, l, s: D.Uniform(l, l + s), [LOC, SCALE], LOC + SCALE * 0.3),
+    "Laplace": (lambda D, l, s: D.Laplace(l, s), [LOC, SCALE], RNG.standard_normal((2, 3))),
+    "Exponential": (lambda D, s: D.Exponential(s), [SCALE], RNG.uniform(0, 3, (5, 2, 3))),
+    "Bernoulli-probs": (lambda D, p: D.Bernoulli(probs=p), [PROBS], (RNG.random((2, 3)) > 0.5) * 1.0),
+    "Bernoulli-logits": (lambda D, l: D.Bernoulli(logits=l), [LOC], (RNG.random((3, 2, 3)) > 0.5) * 1.0),
+    "Categorical-probs": (lambda D, p: D.Categorical(probs=p), [PROBS], RNG.integers(0, 3, (5, 2))),
+    "Categorical-logits": (lambda D, l: D.Categorical(logits=l), [LOGITS], RNG.integers(0, 4, (2,))),
+    "OneHotCategorical": (lambda D, l: D.OneHotCategorical(logits=l), [LOGITS], np.eye(4)[[1, 3]]),
+    "MultivariateNormal-cov": (lambda D, l, c: D.MultivariateNormal(l, covariance_matrix=c), [LOC, COV],
+                               RNG.standard_normal((4, 2, 3))),
+    "MultivariateNormal-tril": (lambda D, l, c: D.MultivariateNormal(l[0], scale_tril=c.tril()),
+                                [LOC, A + 3 * np.eye(3)], RNG.standard_normal((2, 3))),
+    "MultivariateNormal-precision": (lambda D, l, c: D.MultivariateNormal(l, precision_matrix=c), [LOC, COV],
+                                     RNG.standard_normal((2, 3))),
+    "Independent": (lambda D, l, s: D.Independent(D.Normal(l, s), 1), [LOC, SCALE], RNG.standard_normal((2, 3))),
+}
+ATTRIBUTES = ["mean", "variance", "stddev", "mode"]
+
+
+def _make(lib, name):
+    build, params, value = CASES[name]
+    tensors = [lib.tensor(p, requires_grad=True) for p in params]
+    D = lib.distributions
+    return build(D, *tensors), tensors, lib.tensor(value)
+
+
+def _close(a, b, what):
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-9, atol=1e-12, err_msg=what)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_distribution_matches_torch(name):
+    (ours, ours_p, ours_v), (theirs, theirs_p, theirs_v) = _make(tg, name), _make(torch, name)
+    assert tuple(ours.batch_shape) == tuple(theirs.batch_shape)
+    assert tuple(ours.event_shape) == tuple(theirs.event_shape)
+    for attr in ATTRIBUTES:
+        try:
+            want = getattr(theirs, attr)
+        except NotImplementedError:
+            continue
+        _close(getattr(ours, attr), want, attr)
+    results = [(ours.log_prob(ours_v), theirs.log_prob(theirs_v), "log_prob")]
+    if hasattr(theirs, "entropy"):
+        try:
+            results.append((ours.entropy(), theirs.entropy(), "entropy"))
+        except NotImplementedError:
+            pass
+    if name.split("-")[0] in ("Normal", "Uniform", "Laplace", "Exponential"):
+        results.append((ours.cdf(ours_v), theirs.cdf(theirs_v), "cdf"))
+    for a, b, what in results:
+        _close(a, b, what)
+        cot = RNG.standard_normal(tuple(b.shape))
+        # (retain_graph: log_prob and entropy share the cached parametrisation's graph)
+        ga = tg.autograd.grad(a, ours_p, tg.tensor(cot), allow_unused=True, retain_graph=True)
+        gb = torch.autograd.grad(b, theirs_p, torch.tensor(cot), allow_unused=True, retain_graph=True)
+        for x, y in zip(ga, gb):
+            if y is not None:
+                _close(x, y, f"gradient of {what}")
+    sample = ours.sample((5,))
+    assert tuple(sample.shape) == tuple(theirs.sample((5,)).shape)
+    assert not sample.requires_grad
+
+
+KL_PAIRS = {
+    "Normal": (lambda D, a, b: (D.Normal(a, b), D.Normal(a * 0.5, b + 1)), [LOC, SCALE]),
+    "Laplace": (lambda D, a, b: (D.Laplace(a, b), D.Laplace(-a, b * 2)), [LOC, SCALE]),
+    "Exponential": (lambda D, a, b: (D.Exponential(b), D.Exponential(b + a.abs())), [LOC, SCALE]),
+    "Uniform": (lambda D, a, b: (D.Uniform(a, a + b), D.Uniform(a - 1, a + b * 2)), [LOC, SCALE]),
+    "Uniform-outside": (lambda D, a, b: (D.Uniform(a, a + b), D.Uniform(a + 0.1, a + b * 2)), [LOC, SCALE]),
+    "Bernoulli": (lambda D, a, b: (D.Bernoulli(logits=a), D.Bernoulli(probs=b / 2.5)), [LOC, SCALE]),
+    "Categorical": (lambda D, a, b: (D.Categorical(logits=a), D.Categorical(probs=b)),
+                    [LOGITS, np.abs(LOGITS) + 0.1]),
+    "OneHotCategorical": (lambda D, a, b: (D.OneHotCategorical(logits=a), D.OneHotCategorical(logits=b)),
+                          [LOGITS, LOGITS[::-1].copy()]),
+    "MultivariateNormal": (lambda D, a, c: (D.MultivariateNormal(a, c), D.MultivariateNormal(a * 2, c * 1.5)),
+                           [LOC, COV]),
+    "Independent": (lambda D, a, b: (D.Independent(D.Normal(a, b), 1), D.Independent(D.Normal(a + 1, b), 1)), [LOC, SCALE]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KL_PAIRS))
+def test_kl_divergence_matches_torch(name):
+    out = []
+    for lib in (tg, torch):
+        build, params = KL_PAIRS[name]
+        tensors = [lib.tensor(p, requires_grad=True) for p in params]
+        p, q = build(lib.distributions, *tensors)
+        kl = lib.distributions.kl_divergence(p, q)
+        cot = np.ones(tuple(kl.shape))
+        finite = np.isfinite(kl.detach().numpy()).all()
+        grads = lib.autograd.grad(kl, tensors, lib.tensor(cot), allow_unused=True) if finite else ()
+        out.append((kl, grads))
+    _close(out[0][0], out[1][0], "kl")
+    for a, b in zip(out[0][1], out[1][1]):
+        if b is not None:
+            _close(a, b, "gradient of kl")
+
+
+def test_rsample_carries_gradients_and_samples_have_the_right_statistics():
+    tg.manual_seed(0)
+    loc = tg.tensor([1.0, -2.0], requires_grad=True)
+    scale = tg.tensor([0.5, 2.0], requires_grad=True)
+    x = tg.distributions.Normal(loc, scale).rsample((20000,))
+    x.sum().backward()
+    np.testing.assert_allclose(loc.grad.numpy(), [20000, 20000])
+    np.testing.assert_allclose(x.detach().numpy().mean(0), [1.0, -2.0], atol=0.05)
+    np.testing.assert_allclose(x.detach().numpy().std(0), [0.5, 2.0], rtol=0.03)
+    counts = np.bincount(tg.distributions.Categorical(probs=tg.tensor([0.2, 0.5, 0.3])).sample((20000,)).numpy(),
+                         minlength=3) / 20000
+    np.testing.assert_allclose(counts, [0.2, 0.5, 0.3], atol=0.02)
+    mvn = tg.distributions.MultivariateNormal(tg.zeros(2, dtype=tg.float64),
+                                              tg.tensor([[2.0, 0.6], [0.6, 1.0]], dtype=tg.float64))
+    draws = mvn.sample((40000,)).numpy()
+    np.testing.assert_allclose(np.cov(draws.T), [[2.0, 0.6], [0.6, 1.0]], atol=0.06)
+    for d in (tg.distributions.Uniform(-1.0, 3.0), tg.distributions.Laplace(0.5, 1.5),
+              tg.distributions.Exponential(2.0), tg.distributions.Bernoulli(0.3)):
+        draws = d.sample((20000,)).numpy()
+        np.testing.assert_allclose(draws.mean(), float(d.mean), atol=0.05)
+
+
+def test_arguments_are_checked_as_torchs():
+    with pytest.raises(ValueError, match="scale .* to satisfy the constraint GreaterThan"):
+        tg.distributions.Normal(0.0, tg.tensor([1.0, -1.0]))
+    with pytest.raises(ValueError, match="Either `probs` or `logits`"):
+        tg.distributions.Bernoulli(probs=0.5, logits=0.0)
+    with pytest.raises(ValueError, match="Exactly one of covariance_matrix"):
+        tg.distributions.MultivariateNormal(tg.zeros(2))
+    with pytest.raises(NotImplementedError, match="No KL"):
+        tg.distributions.kl_divergence(tg.distributions.Normal(0.0, 1.0), tg.distributions.Laplace(0.0, 1.0))
+    tg.distributions.Normal(0.0, -1.0, validate_args=False)  # (checks can be turned off)
+
+
+def test_log_prob_and_kl_compile_to_eager_values():
+    def loss(loc, logits, x, a):
+        D = tg.distributions
+        normal = D.Normal(loc, loc.abs() + 0.5)
+        cat = D.Categorical(logits=logits)
+        return (normal.log_prob(x).sum() + cat.log_prob(a).sum() + cat.entropy().sum()
+                + D.kl_divergence(normal, D.Normal(0.0, 1.0)).sum())
+
+    args = (tg.tensor(LOC), tg.tensor(LOGITS), tg.tensor(LOC * 2), tg.tensor([1, 3]))
+    eager = loss(*args)
+    compiled = tg.compile(loss, fullgraph=True)(*args)
+    np.testing.assert_allclose(compiled.numpy(), eager.numpy(), rtol=1e-10)

@@ -1,0 +1,24 @@
+"""``tg.distributions`` (PyTorch's ``torch.distributions``, a subset): ``Normal``, ``Uniform``,
+``Laplace``, ``Exponential``, ``Bernoulli``, ``Categorical``, ``OneHotCategorical``,
+``MultivariateNormal``, ``Independent`` and ``kl_divergence`` between them; PyTorch's
+formulas, argument checks and shapes (``batch_shape``, ``event_shape``).
+
+``log_prob``, ``entropy``, the moments and ``rsample`` are tensor arithmetic, so they
+differentiate and compile; drawing the noise is eager (a compiled function breaks its graph
+there, with a warning). Distributions needing gamma functions (Gamma, Beta, Poisson, ...) are
+not here yet.
+
+>>> import tracegrad as tg
+>>> p, q = tg.distributions.Normal(0.0, 1.0), tg.distributions.Normal(1.0, 1.0)
+>>> tg.distributions.kl_divergence(p, q)
+tensor(0.5000)
+"""
+from .continuous import Exponential, Laplace, Normal, Uniform
+from .discrete import Bernoulli, Categorical, OneHotCategorical
+from .distribution import Distribution
+from .kl import kl_divergence, register_kl
+from .multivariate import Independent, MultivariateNormal
+from . import kl  # noqa: F401
+
+__all__ = ["Distribution", "Normal", "Uniform", "Laplace", "Exponential", "Bernoulli", "Categorical",
+           "OneHotCategorical", "MultivariateNormal", "Independent", "kl_divergence", "register_kl"]

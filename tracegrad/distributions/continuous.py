@@ -1,0 +1,149 @@
+"""Continuous distributions: ``Normal``, ``Uniform``, ``Laplace``, ``Exponential``
+(PyTorch's formulas; ``rsample`` reparametrized, so gradients flow through samples)."""
+from __future__ import annotations
+
+import math
+
+from .. import creation
+from .. import functional as F
+from ..dtypes import finfo
+from .distribution import Distribution, broadcast_all
+
+
+def _noise(kind, shape, like):
+    """Standard noise of ``shape`` in ``like``'s dtype (drawn eagerly)."""
+    draw = creation.randn if kind == "normal" else creation.rand
+    return draw(*shape, dtype=like.dtype) if shape else F.reshape(draw(1, dtype=like.dtype), ())
+
+
+class Normal(Distribution):
+    """``Normal(loc, scale)``: mean ``loc``, standard deviation ``scale`` > 0.
+
+    >>> import tracegrad as tg
+    >>> tg.distributions.Normal(0.0, 2.0).log_prob(tg.tensor(1.0))
+    tensor(-1.7371)
+    """
+
+    arg_constraints = {"loc": "Real()", "scale": "GreaterThan(lower_bound=0.0)"}
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+        self._check("scale", self.scale, self.scale > 0, self.arg_constraints["scale"])
+
+    mean = mode = property(lambda self: self.loc)
+    stddev = property(lambda self: self.scale)
+    variance = property(lambda self: self.scale ** 2)
+
+    def rsample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        return self.loc + _noise("normal", shape, self.loc) * self.scale
+
+    def log_prob(self, value):
+        var = self.scale ** 2
+        return -((value - self.loc) ** 2) / (2 * var) - F.log(self.scale) - math.log(math.sqrt(2 * math.pi))
+
+    def cdf(self, value):
+        return 0.5 * (1 + F.erf((value - self.loc) * (1 / self.scale) / math.sqrt(2)))
+
+    def entropy(self):
+        return 0.5 + 0.5 * math.log(2 * math.pi) + F.log(self.scale)
+
+
+class Uniform(Distribution):
+    """``Uniform(low, high)`` on ``[low, high)``."""
+
+    arg_constraints = {"low": "Dependent(is_discrete=False, event_dim=0)",
+                       "high": "Dependent(is_discrete=False, event_dim=0)"}
+    has_rsample = True
+
+    def __init__(self, low, high, validate_args=None):
+        self.low, self.high = broadcast_all(low, high)
+        super().__init__(self.low.shape, validate_args=validate_args)
+        self._check("low", self.low, self.low < self.high, "LessThan(high)")
+
+    mean = property(lambda self: (self.high + self.low) / 2)
+    variance = property(lambda self: (self.high - self.low) ** 2 / 12)
+
+    @property
+    def mode(self):
+        return creation.full_like(self.low, float("nan"))
+
+    def rsample(self, sample_shape=()):
+        u = _noise("uniform", self._extended_shape(sample_shape), self.low)
+        return self.low + u * (self.high - self.low)
+
+    def log_prob(self, value):
+        inside = F.cast(self.low <= value, self.low.dtype) * F.cast(value < self.high, self.low.dtype)
+        return F.log(inside) - F.log(self.high - self.low)
+
+    def cdf(self, value):
+        return F.clamp((value - self.low) / (self.high - self.low), 0, 1)
+
+    def entropy(self):
+        return F.log(self.high - self.low)
+
+
+class Laplace(Distribution):
+    """``Laplace(loc, scale)``: density ``exp(-|x - loc| / scale) / (2 scale)``."""
+
+    arg_constraints = {"loc": "Real()", "scale": "GreaterThan(lower_bound=0.0)"}
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+        self._check("scale", self.scale, self.scale > 0, self.arg_constraints["scale"])
+
+    mean = mode = property(lambda self: self.loc)
+    variance = property(lambda self: 2 * self.scale ** 2)
+    stddev = property(lambda self: math.sqrt(2) * self.scale)
+
+    def rsample(self, sample_shape=()):
+        eps = finfo(self.loc.dtype).eps
+        u = _noise("uniform", self._extended_shape(sample_shape), self.loc) * 2 - 1
+        u = F.clamp(u, -1 + eps, 1)  # (PyTorch draws from [eps - 1, 1))
+        return self.loc - self.scale * F.sign(u) * F.log1p(-F.abs(u))
+
+    def log_prob(self, value):
+        return -F.log(2 * self.scale) - F.abs(value - self.loc) / self.scale
+
+    def cdf(self, value):
+        return 0.5 - 0.5 * F.sign(value - self.loc) * F.expm1(-F.abs(value - self.loc) / self.scale)
+
+    def entropy(self):
+        return 1 + F.log(2 * self.scale)
+
+
+class Exponential(Distribution):
+    """``Exponential(rate)``: density ``rate * exp(-rate * x)`` for ``x >= 0``."""
+
+    arg_constraints = {"rate": "GreaterThan(lower_bound=0.0)"}
+    has_rsample = True
+
+    def __init__(self, rate, validate_args=None):
+        (self.rate,) = broadcast_all(rate)
+        super().__init__(self.rate.shape, validate_args=validate_args)
+        self._check("rate", self.rate, self.rate > 0, self.arg_constraints["rate"])
+
+    mean = property(lambda self: 1 / self.rate)
+    mode = property(lambda self: self.rate * 0)
+    variance = property(lambda self: self.rate ** -2)
+    stddev = property(lambda self: 1 / self.rate)
+
+    def rsample(self, sample_shape=()):
+        u = _noise("uniform", self._extended_shape(sample_shape), self.rate)
+        return -F.log1p(-u) / self.rate
+
+    def log_prob(self, value):
+        return F.log(self.rate) - self.rate * value
+
+    def cdf(self, value):
+        return 1 - F.exp(-self.rate * value)
+
+    def entropy(self):
+        return 1.0 - F.log(self.rate)
+
+
+__all__ = ["Normal", "Uniform", "Laplace", "Exponential"]

@@ -1,0 +1,184 @@
+"""Discrete distributions: ``Bernoulli``, ``Categorical``, ``OneHotCategorical``, each given
+by ``probs`` or ``logits`` (PyTorch's normalisation and clamping)."""
+from __future__ import annotations
+
+from .. import creation
+from .. import functional as F
+from ..autograd.grad_mode import no_grad
+from ..dtypes import finfo
+from ..nn import functional as NF
+from .distribution import Distribution, broadcast_all
+
+__all__ = ["Bernoulli", "Categorical", "OneHotCategorical"]
+
+
+def _one_of(probs, logits):
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+
+
+def _clamp_probs(probs):
+    eps = finfo(probs.dtype).eps
+    return F.clamp(probs, eps, 1 - eps)
+
+
+class Bernoulli(Distribution):
+    """``Bernoulli(probs=p)`` or ``Bernoulli(logits=log(p / (1 - p)))``: 1 with probability p.
+
+    >>> import tracegrad as tg
+    >>> tg.distributions.Bernoulli(logits=tg.tensor(0.0)).log_prob(tg.tensor(1.0))
+    tensor(-0.6931)
+    """
+
+    arg_constraints = {"probs": "Interval(lower_bound=0.0, upper_bound=1.0)", "logits": "Real()"}
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        _one_of(probs, logits)
+        if probs is not None:
+            (self.probs,) = broadcast_all(probs)
+            super().__init__(self.probs.shape, validate_args=validate_args)
+            self._check("probs", self.probs, (self.probs >= 0) & (self.probs <= 1),
+                        self.arg_constraints["probs"])
+        else:
+            (self.logits,) = broadcast_all(logits)
+            super().__init__(self.logits.shape, validate_args=validate_args)
+
+    def __getattr__(self, name):  # (the other parametrisation, computed on first use)
+        if name == "probs":
+            self.probs = F.sigmoid(self.__dict__["logits"])
+            return self.probs
+        if name == "logits":
+            p = _clamp_probs(self.__dict__["probs"])
+            self.logits = F.log(p) - F.log1p(-p)
+            return self.logits
+        raise AttributeError(name)
+
+    mean = property(lambda self: self.probs)
+    variance = property(lambda self: self.probs * (1 - self.probs))
+
+    @property
+    def mode(self):
+        mode = F.cast(self.probs >= 0.5, self.probs.dtype)
+        return F.where(self.probs == 0.5, float("nan"), mode)
+
+    def sample(self, sample_shape=()):
+        with no_grad():
+            probs = F.expand(self.probs, tuple(self._extended_shape(sample_shape)))
+            return creation.bernoulli(probs)
+
+    def log_prob(self, value):
+        logits, value = broadcast_all(self.logits, value)
+        return -NF.binary_cross_entropy_with_logits(logits, value, reduction="none")
+
+    def entropy(self):
+        return NF.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    def enumerate_support(self, expand=True):
+        values = F.reshape(creation.arange(2, dtype=self.probs.dtype if "probs" in self.__dict__
+                                           else self.logits.dtype), (2,) + (1,) * len(self.batch_shape))
+        return F.expand(values, (2,) + tuple(self.batch_shape)) if expand else values
+
+
+class Categorical(Distribution):
+    """``Categorical(probs=p)`` (normalised along the last dim) or ``Categorical(logits=l)``
+    (``p = softmax(l)``): an index in ``[0, K)``.
+
+    >>> import tracegrad as tg
+    >>> tg.distributions.Categorical(probs=tg.tensor([1.0, 3.0])).probs
+    tensor([0.2500, 0.7500])
+    """
+
+    arg_constraints = {"probs": "Simplex()", "logits": "IndependentConstraint(Real(), 1)"}
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        _one_of(probs, logits)
+        param = probs if probs is not None else logits
+        if param.ndim < 1:
+            raise ValueError("`probs` parameter must be at least one-dimensional.")
+        if probs is not None:
+            self._check_nonnegative(probs)
+            self.probs = probs / F.sum(probs, -1, keepdim=True)
+        else:
+            self.logits = logits - F.logsumexp(logits, -1, keepdim=True)
+        self._num_events = param.shape[-1]
+        Distribution.__init__(self, param.shape[:-1], validate_args=validate_args)
+
+    def _check_nonnegative(self, probs):
+        self._validate_args = Distribution._validate_default
+        self._check("probs", probs, probs >= 0, self.arg_constraints["probs"])
+
+    def __getattr__(self, name):
+        if name == "probs":
+            self.probs = NF.softmax(self.__dict__["logits"], -1)
+            return self.probs
+        if name == "logits":
+            self.logits = F.log(_clamp_probs(self.__dict__["probs"]))
+            return self.logits
+        raise AttributeError(name)
+
+    param_shape = property(lambda self: (self.probs if "probs" in self.__dict__ else self.logits).shape)
+    mean = property(lambda self: creation.full(tuple(self._extended_shape()), float("nan"), dtype=self.logits.dtype))
+    variance = mean
+    mode = property(lambda self: F.argmax(self.probs, -1))
+
+    def sample(self, sample_shape=()):
+        with no_grad():
+            flat = F.reshape(self.probs, (-1, self._num_events))
+            n = 1
+            for s in sample_shape:
+                n *= s
+            draws = creation.multinomial(flat, n, replacement=True)  # [batch, n]
+            return F.reshape(F.transpose(draws, 0, 1), tuple(sample_shape) + tuple(self.batch_shape))
+
+    def log_prob(self, value):
+        index = F.unsqueeze(F.cast(value, F._dt.int64), -1)
+        index, log_pmf = _broadcast_index(index, self.logits)
+        return F.squeeze(F.gather(log_pmf, -1, index[..., :1]), -1)
+
+    def entropy(self):
+        logits = F.clamp(self.logits, min=finfo(self.logits.dtype).min)
+        return -F.sum(logits * self.probs, -1)
+
+    def enumerate_support(self, expand=True):
+        values = F.reshape(creation.arange(self._num_events), (-1,) + (1,) * len(self.batch_shape))
+        return F.expand(values, (-1,) + tuple(self.batch_shape)) if expand else values
+
+
+def _broadcast_index(index, log_pmf):
+    """``index`` (..., 1) and ``log_pmf`` (..., K) broadcast over their leading dims."""
+    from ..layout import broadcast_shapes
+
+    lead = tuple(broadcast_shapes(tuple(index.shape[:-1]), tuple(log_pmf.shape[:-1])))
+    return (F.expand(index, lead + (index.shape[-1],)), F.expand(log_pmf, lead + (log_pmf.shape[-1],)))
+
+
+class OneHotCategorical(Distribution):
+    """A ``Categorical`` whose samples are one-hot vectors of length K."""
+
+    arg_constraints = Categorical.arg_constraints
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        self._categorical = Categorical(probs, logits, validate_args)
+        super().__init__(self._categorical.batch_shape, (self._categorical._num_events,), validate_args)
+
+    probs = property(lambda self: self._categorical.probs)
+    logits = property(lambda self: self._categorical.logits)
+    mean = property(lambda self: self._categorical.probs)
+    variance = property(lambda self: self._categorical.probs * (1 - self._categorical.probs))
+
+    @property
+    def mode(self):
+        return NF.one_hot(self._categorical.mode, self._categorical._num_events).to(self.probs.dtype)
+
+    def sample(self, sample_shape=()):
+        index = self._categorical.sample(sample_shape)
+        return NF.one_hot(index, self._categorical._num_events).to(self.probs.dtype)
+
+    def log_prob(self, value):
+        return self._categorical.log_prob(F.argmax(value, -1))
+
+    def entropy(self):
+        return self._categorical.entropy()

@@ -1,0 +1,110 @@
+"""``kl_divergence(p, q)`` and ``register_kl``: the closed forms, looked up by the two types
+(the most specific registered pair, as PyTorch's)."""
+from __future__ import annotations
+
+from .. import functional as F
+from .. import linalg as LA
+from ..nn import functional as NF
+from .continuous import Exponential, Laplace, Normal, Uniform
+from .discrete import Bernoulli, Categorical, OneHotCategorical
+from .multivariate import Independent, MultivariateNormal, _mahalanobis
+
+__all__ = ["kl_divergence", "register_kl"]
+
+_KL = {}
+
+
+def register_kl(type_p, type_q):
+    """Decorator registering ``fn(p, q)`` as the KL divergence of ``type_p`` from ``type_q``."""
+    def decorate(fn):
+        _KL[type_p, type_q] = fn
+        return fn
+
+    return decorate
+
+
+def kl_divergence(p, q):
+    """``KL(p || q)``, batched; NotImplementedError for a pair with no closed form registered."""
+    matches = [(tp, tq) for tp, tq in _KL if isinstance(p, tp) and isinstance(q, tq)]
+    if not matches:
+        raise NotImplementedError(f"No KL(p || q) is implemented for p type {type(p).__name__} and "
+                                  f"q type {type(q).__name__}")
+    # the most specific: fewest steps up both class hierarchies
+    best = min(matches, key=lambda m: (type(p).__mro__.index(m[0]), type(q).__mro__.index(m[1])))
+    return _KL[best](p, q)
+
+
+def _inf_where(mask, t):
+    return F.where(mask, float("inf"), t)
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p, q):
+    var_ratio = (p.scale / q.scale) ** 2
+    t1 = ((p.loc - q.loc) / q.scale) ** 2
+    return 0.5 * (var_ratio + t1 - 1 - F.log(var_ratio))
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p, q):
+    t1 = p.probs * (NF.softplus(-q.logits) - NF.softplus(-p.logits))
+    t1 = F.where(p.probs == 0, 0.0, _inf_where(q.probs == 0, t1))
+    t2 = (1 - p.probs) * (NF.softplus(q.logits) - NF.softplus(p.logits))
+    t2 = F.where(p.probs == 1, 0.0, _inf_where(q.probs == 1, t2))
+    return t1 + t2
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p, q):
+    t = p.probs * (p.logits - q.logits)
+    t = F.where(F.expand(p.probs == 0, tuple(t.shape)), 0.0, _inf_where(F.expand(q.probs == 0, tuple(t.shape)), t))
+    return F.sum(t, -1)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehot_onehot(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p, q):
+    result = F.log((q.high - q.low) / (p.high - p.low))
+    return _inf_where((q.low > p.low) | (q.high < p.high), result)
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p, q):
+    scale_ratio = p.scale / q.scale
+    loc_abs_diff = F.abs(p.loc - q.loc)
+    t1 = -F.log(scale_ratio)
+    t2 = loc_abs_diff / q.scale
+    t3 = scale_ratio * F.exp(-loc_abs_diff / p.scale)
+    return t1 + t2 + t3 - 1
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    rate_ratio = q.rate / p.rate
+    return rate_ratio - 1 - F.log(rate_ratio)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event shapes "
+                         "cannot be computed")
+    n = p.event_shape[0]
+    half_term1 = q._half_log_det() - p._half_log_det()
+    # tr(Sigma_q^-1 Sigma_p) = |L_q^-1 L_p|_F^2
+    q_tril = F.expand(q.scale_tril, tuple(p.scale_tril.shape))
+    term2 = F.sum(LA.solve_triangular(q_tril, p.scale_tril, upper=False) ** 2, (-2, -1))
+    term3 = _mahalanobis(q.scale_tril, q.loc - p.loc)
+    return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p, q):
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError("KL between Independents with different reinterpreted_batch_ndims")
+    return p._summed(kl_divergence(p.base_dist, q.base_dist))
+
