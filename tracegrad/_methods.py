@@ -51,6 +51,7 @@ for _module in (MX, LY, ST, SE):
         if _name not in ("meshgrid", "broadcast_tensors", "broadcast_shapes"):  # (functions only, in PyTorch too)
             setattr(Tensor, _name, _method(getattr(_module, _name)))
 Tensor.repeat = _method(LY.repeat)
+Tensor.polygamma = lambda self, n: MX.polygamma(n, self)  # (torch's argument order)
 
 
 Tensor.inverse = _method(LA.inv)
@@ -302,7 +303,8 @@ Tensor.normal_ = _random_fill("normal_")
 # tensor's own dtype, as PyTorch's ``x.eq_(y)``)
 for _name in ["eq", "ne", "lt", "le", "gt", "ge", "tan", "erf", "erfc", "log2", "log10", "logical_and",
               "logical_or", "logical_not", "logical_xor", "clamp_min", "clamp_max", "cumsum", "cumprod",
-              "index_copy", "index_fill", "index_put", "masked_scatter",
+              "index_copy", "index_fill", "index_put", "masked_scatter", "lgamma", "digamma",
+              "mvlgamma", "copysign", "ldexp", "polygamma",
               "floor_divide", "logit", "sinc", "xlogy", "heaviside", "float_power", "sgn"]:
     setattr(Tensor, _name + "_", _inplace(getattr(Tensor, _name)))
 for _alias, _name in [("divide_", "div_"), ("true_divide_", "div_"), ("multiply_", "mul_"),

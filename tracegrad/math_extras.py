@@ -22,7 +22,8 @@ from .tensor import Tensor
 __all__ = ["isclose", "equal", "count_nonzero", "logical_xor", "floor_divide", "nansum", "nanmean",
            "fmax", "fmin", "xlogy", "logit", "sinc", "heaviside", "float_power", "positive",
            "clamp_min", "clamp_max", "addmm", "dist", "addmv", "addr", "baddbmm", "addbmm", "inner", "vdot",
-           "logdet", "cov", "corrcoef"]
+           "logdet", "cov", "corrcoef", "lgamma", "digamma", "polygamma", "mvlgamma", "signbit", "copysign",
+           "logaddexp2", "ldexp"]
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -223,3 +224,68 @@ def corrcoef(input):
     std = F.sqrt(diagonal(c))
     out = F.div(F.div(c, F.unsqueeze(std, 1)), F.unsqueeze(std, 0))
     return F.clamp(out, -1.0, 1.0)
+
+
+# ----------------------------------------------------------------------------- gamma family
+def lgamma(input):
+    """``log |Gamma(x)|``; its derivative is ``digamma`` (ops/special.py)."""
+    from .ops.special import LGAMMA
+
+    return LGAMMA(input)
+
+
+def digamma(input):
+    """``d/dx log Gamma(x)``; ``-inf`` at 0, NaN at negative integers, as PyTorch's."""
+    from .ops.special import DIGAMMA
+
+    return DIGAMMA(input)
+
+
+def polygamma(n, input):
+    """The ``n``-th derivative of ``digamma`` (``n = 0``: digamma itself)."""
+    from .ops.special import POLYGAMMA
+
+    return digamma(input) if n == 0 else POLYGAMMA(input, n=int(n))
+
+
+def mvlgamma(input, p):
+    """The multivariate log-gamma of dimension ``p``: ``p (p - 1) / 4 log(pi) + sum over j < p
+    of lgamma(x - j / 2)``; every element must exceed ``(p - 1) / 2``."""
+    if p < 1:
+        raise RuntimeError(f"p has to be greater than or equal to 1, got {p}")
+    if not input._is_traced and not bool((input > (p - 1) / 2).all()):
+        raise RuntimeError(f"All elements must be greater than (p-1)/2 = {(p - 1) / 2}")
+    shifts = F.to_tensor([-j / 2 for j in range(p)], input.dtype)
+    return F.sum(lgamma(F.unsqueeze(input, -1) + shifts), -1) + p * (p - 1) / 4 * math.log(math.pi)
+
+
+# ----------------------------------------------------------------------------- signs and scales
+def signbit(input):
+    """True where the sign bit is set (negative numbers, -0.0)."""
+    if not input.dtype.is_floating_point:
+        return input < 0
+    return (input < 0) | ((input == 0) & (F.div(1.0, input) < 0))
+
+
+def copysign(input, other):
+    """``|input|`` with ``other``'s sign (-0.0 counts as negative)."""
+    x = input if isinstance(input, Tensor) and input.dtype.is_floating_point else \
+        F.cast(F.to_tensor(input), _dt.get_default_dtype())
+    negative = signbit(other if isinstance(other, Tensor) else F.to_tensor(float(other), x.dtype))
+    return F.where(negative, -F.abs(x), F.abs(x))
+
+
+def logaddexp2(input, other):
+    """``log2(2^input + 2^other)`` without overflow."""
+    hi, lo = F.maximum(input, other), F.minimum(input, other)
+    same_inf = (hi == lo) & (F.abs(hi) == float("inf"))
+    return F.where(same_inf, hi, hi + F.log1p(F.exp2(lo - hi)) / math.log(2))
+
+
+def ldexp(input, other):
+    """``input * 2 ** other`` (in floating point also for integer exponents: PyTorch's gives 0
+    for a negative integer tensor exponent)."""
+    other = other if isinstance(other, Tensor) else F.to_tensor(other)
+    if not other.dtype.is_floating_point:
+        other = F.cast(other, input.dtype if input.dtype.is_floating_point else _dt.get_default_dtype())
+    return F.mul(input, F.exp2(other))

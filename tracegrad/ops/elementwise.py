@@ -73,7 +73,8 @@ def _sample_for(name):
     # a domain where the function is smooth, for the registry-driven tests
     return {"log": "positive", "sqrt": "positive", "rsqrt": "positive", "log1p": "positive",
             "abs": "nonzero", "sign": "nonzero", "relu": "nonzero", "tan": "small", "asin": "small",
-            "acos": "small", "atanh": "small", "acosh": "above_one"}.get(name, "any")
+            "acos": "small", "atanh": "small", "acosh": "above_one", "lgamma": "positive",
+            "digamma": "positive"}.get(name, "any")
 
 
 def _infer_binary(a, b, **_):  # (a and b: tensors, or IR values in the passes)

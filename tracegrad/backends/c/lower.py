@@ -638,7 +638,7 @@ def c_expression(node, args, fast_math=True):
             return expr
     if op.c is None:
         raise Unsupported(name, "elementwise op without a C expression")
-    expr = op.c.format(*args, ctype=ct)
+    expr = op.c.format(*args, ctype=ct, **node.attrs)  # (attrs such as polygamma's n)
     if fast_math and ct == "float":  # vectorizable versions (accuracy bound in runtime.h.j2)
         for pattern, fast in ((_FAST_EXP, "tg_expf("), (_FAST_TANH, "tg_tanhf("), (_FAST_ERF, "tg_erff("),
                               (_FAST_LOG, r"tg_log\1f(")):
