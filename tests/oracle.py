@@ -125,6 +125,23 @@ def _fold(cols, output_size, kernel, stride, padding, dilation):
     return TF.fold(cols, output_size, kernel, dilation=dilation, padding=(pt, pl), stride=stride)
 
 
+def _sign_fixed(vecs):
+    """``vecs`` with each column flipped as tracegrad fixes eigen/singular vector signs (its first
+    component within ``SIGN_TIE`` of the largest magnitude positive; ops/linalg.py), where
+    PyTorch keeps LAPACK's: the flip is locally constant, so values and gradients compare."""
+    from tracegrad.ops.linalg import SIGN_TIE
+
+    mag = vecs.abs()
+    near = (mag >= mag.amax(-2, keepdim=True) * (1 - SIGN_TIE)).to(torch.int8)
+    lead = torch.gather(vecs, -2, near.argmax(-2, keepdim=True))
+    return vecs * torch.where(lead < 0, -1.0, 1.0).to(vecs.dtype)
+
+
+def _eigh_packed(a):
+    vals, vecs = torch.linalg.eigh((a + a.mT) / 2)
+    return torch.cat([vals.unsqueeze(-2), _sign_fixed(vecs)], -2)
+
+
 def _twins():
     t = torch
     twins = {name: getattr(t, name) for name in (
@@ -151,6 +168,7 @@ def _twins():
         "linalg_solve": t.linalg.solve,
         # (tracegrad reads the symmetric part; PyTorch the lower triangle: equal on symmetric input)
         "linalg_cholesky": lambda a: t.linalg.cholesky((a + a.mT) / 2),
+        "linalg_eigh": _eigh_packed,  # (the packed (n + 1, n) layout: eigenvalues, then vectors)
         "argmin": lambda x, dim, keepdim: t.argmin(x, dim, keepdim=keepdim),
         "reshape": lambda x, shape: x.reshape(shape),
         "permute": lambda x, dims: x.permute(dims),

@@ -21,6 +21,12 @@ V = RNG.standard_normal(4)
 M = RNG.standard_normal((3, 5))
 SPD = A @ np.swapaxes(A, -1, -2) + np.eye(4)  # symmetric positive-definite
 
+def _spectral(L, eig):
+    """``V diag(f(w)) V^T`` with f = exp(w / 4): independent of each vector's sign."""
+    w, v = eig
+    return (v * L.exp(w / 4).unsqueeze(-2)) @ v.mT
+
+
 CASES = {
     "inv": (lambda L, a, b: L.linalg.inv(a), [A, B]),
     "det": (lambda L, a, b: L.linalg.det(a * 0.5), [A, B]),
@@ -41,6 +47,11 @@ CASES = {
     "cholesky_solve": (lambda L, s, b: L.cholesky_solve(b, L.linalg.cholesky(s)), [SPD, B]),
     "cholesky_solve-upper": (lambda L, s, b: L.cholesky_solve(b, L.linalg.cholesky(s).mT, upper=True), [SPD, B]),
     "cholesky_inverse": (lambda L, s, b: L.cholesky_inverse(L.linalg.cholesky(s)), [SPD, B]),
+    # eigen/singular vectors: sign-invariant functions of them (PyTorch keeps LAPACK's signs,
+    # tracegrad fixes its own), through a symmetric input built from A
+    "eigh": (lambda L, a, b: _spectral(L, L.linalg.eigh(a + a.mT)), [A, B]),
+    "eigh-upper-batched-vectors": (lambda L, a, b: L.linalg.eigh(a @ a.mT, UPLO="U").eigenvectors.abs(), [A, B]),
+    "eigvalsh": (lambda L, a, b: L.linalg.eigvalsh(a + a.mT), [A, B]),
     "solve_triangular-lower": (lambda L, a, b: L.linalg.solve_triangular(a, b, upper=False), [A, B]),
     "solve_triangular-upper-right": (lambda L, a, b: L.linalg.solve_triangular(
         a[0], b[0].T, upper=True, left=False, unitriangular=True), [A, B]),
@@ -113,3 +124,36 @@ def test_a_least_squares_fit_trains_compiled():
         ridge.copy_(start)
     compiled = tg.compile(step, backend="c", fullgraph=True)
     np.testing.assert_allclose([compiled().item() for _ in range(3)], eager, rtol=1e-10)
+
+
+def test_eigh_signs_values_and_edges():
+    """Vectors equal PyTorch's up to each column's sign, which is fixed (first largest component
+    positive) the same way eagerly and compiled; 1 x 1, empty, repeated eigenvalues, float32,
+    a large matrix compiled, NaN, and the errors."""
+    sym = SPD[0] - 8 * np.eye(4)
+    w, v = tg.linalg.eigh(tg.tensor(sym))
+    tw, tv = torch.linalg.eigh(torch.tensor(sym))
+    np.testing.assert_allclose(w.numpy(), tw.numpy(), rtol=1e-12)
+    flips = np.sign(np.sum(v.numpy() * tv.numpy(), axis=0))
+    np.testing.assert_allclose(v.numpy(), tv.numpy() * flips, atol=1e-12)
+    lead = v.numpy()[np.argmax(np.abs(v.numpy()), axis=0), range(4)]
+    assert (lead > 0).all()
+    compiled = tg.compile(lambda a: tuple(tg.linalg.eigh(a)), backend="c")
+    big = RNG.standard_normal((2, 30, 30))
+    for x in (sym, big, np.array([[-3.0]]), np.eye(3), np.zeros((2, 0, 0)), big.astype(np.float32)):
+        got, want = compiled(tg.tensor(x)), tg.linalg.eigh(tg.tensor(x))
+        tol = 2e-5 if x.dtype == np.float32 else 1e-10
+        for g, e in zip(got, want):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=tol, atol=tol)
+    repeated = np.diag([1.0, 2.0, 2.0]) + 0.0
+    w, v = compiled(tg.tensor(repeated))
+    np.testing.assert_allclose((v.numpy() * w.numpy()) @ v.numpy().T, repeated, atol=1e-12)
+    nan = compiled(tg.tensor([[1.0, float("nan")], [float("nan"), 2.0]]))
+    assert np.isnan(nan[0].numpy()).all() and np.isnan(nan[1].numpy()).all()
+    with pytest.raises(RuntimeError, match="square matrices, but they are 2 by 3"):
+        tg.linalg.eigh(tg.ones(2, 3))
+    with pytest.raises(RuntimeError, match="floating point.*int64"):
+        tg.linalg.eigvalsh(tg.ones(2, 2, dtype=tg.int64))
+    with pytest.raises(RuntimeError, match="UPLO argument to be 'L' or 'U'"):
+        tg.linalg.eigh(tg.eye(2), UPLO="X")

@@ -1,9 +1,9 @@
 """``tg.linalg`` (PyTorch's ``torch.linalg``): ``inv``, ``det``, ``slogdet``, ``solve``,
-``cholesky``, ``solve_triangular``, ``vector_norm``, ``matrix_norm``, ``norm``,
-``matrix_power``, ``cross``; and ``cholesky_solve``, ``cholesky_inverse`` (``tg.`` level, as
-in PyTorch). ``inv``, ``det``, ``solve`` and ``cholesky`` are primitives (NumPy's LAPACK
-eagerly, batched; C kernels when compiled) with their own derivative rules; the rest are
-compositions.
+``cholesky``, ``eigh``, ``eigvalsh``, ``solve_triangular``, ``vector_norm``, ``matrix_norm``,
+``norm``, ``matrix_power``, ``cross``; and ``cholesky_solve``, ``cholesky_inverse`` (``tg.``
+level, as in PyTorch). ``inv``, ``det``, ``solve``, ``cholesky`` and ``eigh`` are primitives
+(NumPy's LAPACK eagerly, batched; C kernels when compiled) with their own derivative rules;
+the rest are compositions.
 
 >>> import tracegrad as tg
 >>> A = tg.tensor([[2.0, 1.0], [1.0, 3.0]])
@@ -18,12 +18,14 @@ from collections import namedtuple
 
 from . import functional as F
 from .composites import cross, norm as _vector_norm
+from .layout import select as _select
 from .ops import linalg as L
 
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "solve_triangular", "vector_norm",
-           "matrix_norm", "norm", "matrix_power", "cross"]
+           "matrix_norm", "norm", "matrix_power", "cross", "eigh", "eigvalsh"]
 
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
+eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
 _INF = float("inf")
 
 
@@ -68,6 +70,46 @@ def cholesky(A, *, upper=False):
     """
     lower = L.CHOLESKY(A)
     return F.transpose(lower, -2, -1) if upper else lower
+
+
+def _check_uplo(name, UPLO):
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"linalg.{name}: Expected UPLO argument to be 'L' or 'U', but got {UPLO!r}")
+
+
+def eigh(A, UPLO="L"):
+    """Eigenvalues (ascending) and orthonormal eigenvectors (the columns) of each symmetric
+    matrix: ``A = V diag(L) V^T``. ``A`` is read as ``(A + A^T) / 2``; PyTorch reads the
+    triangle ``UPLO`` names, the same on symmetric input (``UPLO`` is checked, then has no
+    effect), and the gradient, PyTorch's symmetric one, is then the derivative in every
+    direction. Each eigenvector's sign is fixed: its first component of largest magnitude is
+    positive (PyTorch keeps LAPACK's signs, which may differ; ``V diag(f(L)) V^T``, ``|V|`` and
+    projections agree). Gradients through the eigenvectors divide by differences of eigenvalues:
+    they are undefined for repeated ones (as in PyTorch).
+
+    >>> import tracegrad as tg
+    >>> L, V = tg.linalg.eigh(tg.tensor([[2.0, 1.0], [1.0, 2.0]]))
+    >>> L
+    tensor([1., 3.])
+    >>> V
+    tensor([[ 0.7071,  0.7071],
+            [-0.7071,  0.7071]])
+    """
+    _check_uplo("eigh", UPLO)
+    packed = L.EIGH(A)
+    n = packed.shape[-1]
+    return eigh_result(_select(packed, -2, 0), F.narrow(packed, -2, 1, n))
+
+
+def eigvalsh(A, UPLO="L"):
+    """The eigenvalues (ascending) of each symmetric matrix (``eigh``'s reading of ``A``).
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.eigvalsh(tg.tensor([[2.0, 1.0], [1.0, 2.0]]))
+    tensor([1., 3.])
+    """
+    _check_uplo("eigvalsh", UPLO)
+    return _select(L.EIGH(A), -2, 0)
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False):

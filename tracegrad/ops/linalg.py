@@ -199,3 +199,98 @@ CHOLESKY = defop("linalg_cholesky", infer=lambda a: (_square("cholesky", a), a.d
                  impl=_cholesky_impl, save=("out",), kind="linalg", vjp=_cholesky_vjp,
                  jvp=_cholesky_jvp,
                  sample=lambda: [((_well_conditioned(),), {}), ((_well_conditioned((2, 4, 4)),), {})])
+
+
+# ----------------------------------------------------------------------------- eigh
+# Primitives have one output, so linalg_eigh packs both results into one (..., n + 1, n) tensor:
+# row 0 the eigenvalues (ascending), rows 1..n the eigenvectors (columns). linalg.eigh slices
+# it; the rules below see both parts through the same slices, so a gradient that uses only the
+# eigenvalues (eigvalsh) is the same rule with a zero eigenvector cotangent.
+# Like cholesky, the input is read as (A + A^T) / 2 (PyTorch reads one triangle): PyTorch's
+# symmetric gradient is then the true derivative in every direction.
+#
+# Signs: each eigenvector is defined up to its sign. Ours is fixed by `_signs` (and the same rule
+# in the C kernel, runtime.h.j2 tg_lead_sign): the first component whose magnitude is within
+# SIGN_TIE (relative) of the largest is positive. Near-ties (|v| = (1, 1)/sqrt(2) computed as
+# 0.70710678118654746 vs ...757) count as ties, so LAPACK and the C kernel pick the same
+# component. PyTorch keeps LAPACK's signs, which may differ.
+SIGN_TIE = 1e-3
+
+
+def _signs(vecs):
+    """+-1 per column of ``vecs`` (..., m, k) making its leading component positive."""
+    if vecs.size == 0:
+        return np.ones(vecs.shape[:-2] + (1, vecs.shape[-1]), vecs.dtype)
+    mag = np.abs(vecs)
+    near = mag >= mag.max(axis=-2, keepdims=True) * (1 - SIGN_TIE)
+    lead = np.take_along_axis(vecs, np.argmax(near, axis=-2)[..., None, :], axis=-2)
+    return np.where(lead < 0, -1.0, 1.0).astype(vecs.dtype)
+
+
+def _f():
+    from .. import functional
+
+    return functional
+
+
+def _rows(x, start, count):
+    return _f().narrow(x, -2, start, count)
+
+
+def _diag_row(x):
+    """The diagonal of each square matrix as a (..., 1, n) row."""
+    return (x * _eye_like(x, x.shape[-1])).sum(-2, keepdim=True)
+
+
+def _eigh_impl(a):
+    try:
+        vals, vecs = np.linalg.eigh((a + np.swapaxes(a, -1, -2)) * 0.5)
+    except np.linalg.LinAlgError:
+        raise RuntimeError("linalg.eigh: The algorithm failed to converge because the input matrix "
+                           "is ill-conditioned or has too many repeated eigenvalues") from None
+    return np.concatenate([vals[..., None, :], vecs * _signs(vecs)], axis=-2)
+
+
+def _eigh_parts(packed):
+    n = packed.shape[-1]
+    return _rows(packed, 0, 1), _rows(packed, 1, n)
+
+
+def _gaps(vals, eye):
+    """``E[i, j] = vals[j] - vals[i]`` (``vals`` a row), 1 on the diagonal (what is divided by it
+    there is zero)."""
+    return vals - _mT(vals) + eye
+
+
+def _eigh_vjp(ctx, g):
+    # gA = V (skew(V^T gV) / E + diag(gL)) V^T, skew(X) = (X - X^T) / 2: PyTorch's
+    # linalg_eig_backward (hermitian); symmetric, so it is also the gradient of sym(A)
+    vals, vecs = _eigh_parts(ctx.out)
+    g_vals, g_vecs = _eigh_parts(g)
+    eye = _eye_like(vecs, vecs.shape[-1])
+    vg = MATMUL(_mT(vecs), g_vecs)
+    inner = (vg - _mT(vg)) * 0.5 / _gaps(vals, eye) + eye * g_vals
+    return (MATMUL(MATMUL(vecs, inner), _mT(vecs)),)
+
+
+def _eigh_jvp(ctx, t):
+    # P = V^T sym(dA) V; dL = diag(P); dV = V (P / E, zero diagonal)
+    vals, vecs = _eigh_parts(ctx.out)
+    eye = _eye_like(vecs, vecs.shape[-1])
+    p = MATMUL(MATMUL(_mT(vecs), _sym(t)), vecs)
+    d_vecs = MATMUL(vecs, p * (1 - eye) / _gaps(vals, eye))
+    return _f().cat([_diag_row(p), d_vecs], -2)
+
+
+def _infer_eigh(a):
+    s = _square("eigh", a)
+    return s[:-2] + (s[-1] + 1, s[-1]), a.dtype
+
+
+def _separated(shape):
+    return ("separated", shape)
+
+
+EIGH = defop("linalg_eigh", infer=_infer_eigh, impl=_eigh_impl, save=("out",), kind="linalg",
+             vjp=_eigh_vjp, jvp=_eigh_jvp,
+             sample=lambda: [((_separated((3, 3)),), {}), ((_separated((2, 4, 4)),), {})])

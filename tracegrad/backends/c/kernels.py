@@ -496,3 +496,21 @@ def linalg_cholesky(lw, n):
                                               (ov, n.out.shape[:-2], size * size)])
     body = [f"if (!tg_cholesky_{ct}({size}, {src}, {dst})) return 1;"]
     _raw(lw, _block(_loops(loops, body)), [xv, ov], "linalg_cholesky")
+
+
+def linalg_eigh(lw, n):
+    """Each matrix's packed eigendecomposition (ops/linalg.py: eigenvalues, then eigenvectors)
+    of its symmetric part by cyclic Jacobi in double (runtime.h.j2 tg_eigh; return 1 when it
+    does not converge or meets NaN: the interpreter then runs)."""
+    x = n.inputs[0]
+    xv, ov = lw.contiguous(x), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    size, ct = x.shape[-1], ctype_of(x.dtype)
+    work = lw._work("double", 2 * size * size, 8)
+    order = lw._work("int64_t", size, 8)
+    loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], size * size),
+                                              (ov, n.out.shape[:-2], (size + 1) * size)])
+    body = [f"if (!tg_eigh_{ct}({size}, {src}, {dst}, {work.name}, {order.name})) return 1;"]
+    views = [xv, ov, View(work.name, 0, (2 * size * size,), (1,)), View(order.name, 0, (size,), (1,))]
+    _raw(lw, _block(_loops(loops, body)), views, "linalg_eigh")
