@@ -129,12 +129,22 @@ def _sign_fixed(vecs):
     """``vecs`` with each column flipped as tracegrad fixes eigen/singular vector signs (its first
     component within ``SIGN_TIE`` of the largest magnitude positive; ops/linalg.py), where
     PyTorch keeps LAPACK's: the flip is locally constant, so values and gradients compare."""
+    return vecs * _flips(vecs)
+
+
+def _flips(vecs):
     from tracegrad.ops.linalg import SIGN_TIE
 
     mag = vecs.abs()
     near = (mag >= mag.amax(-2, keepdim=True) * (1 - SIGN_TIE)).to(torch.int8)
     lead = torch.gather(vecs, -2, near.argmax(-2, keepdim=True))
-    return vecs * torch.where(lead < 0, -1.0, 1.0).to(vecs.dtype)
+    return torch.where(lead < 0, -1.0, 1.0).to(vecs.dtype)
+
+
+def _svd_packed(a):
+    u, s, vh = torch.linalg.svd(a, full_matrices=False)
+    flip = _flips(u)
+    return torch.cat([u * flip, s.unsqueeze(-2), vh.mT * flip], -2)
 
 
 def _eigh_packed(a):
@@ -169,6 +179,7 @@ def _twins():
         # (tracegrad reads the symmetric part; PyTorch the lower triangle: equal on symmetric input)
         "linalg_cholesky": lambda a: t.linalg.cholesky((a + a.mT) / 2),
         "linalg_eigh": _eigh_packed,  # (the packed (n + 1, n) layout: eigenvalues, then vectors)
+        "linalg_svd": _svd_packed,  # (packed (m + 1 + n, k): U, S, V)
         "argmin": lambda x, dim, keepdim: t.argmin(x, dim, keepdim=keepdim),
         "reshape": lambda x, shape: x.reshape(shape),
         "permute": lambda x, dims: x.permute(dims),

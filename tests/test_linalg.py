@@ -27,6 +27,12 @@ def _spectral(L, eig):
     return (v * L.exp(w / 4).unsqueeze(-2)) @ v.mT
 
 
+def _svd_case(L, x, full_matrices=False):
+    """``U f(S) Vh + |U| |Vh|``: independent of the signs of each pair of singular vectors."""
+    u, s, vh = L.linalg.svd(x, full_matrices=full_matrices)
+    return (u * L.exp(s / 4).unsqueeze(-2)) @ vh + u.abs() @ vh.abs()
+
+
 CASES = {
     "inv": (lambda L, a, b: L.linalg.inv(a), [A, B]),
     "det": (lambda L, a, b: L.linalg.det(a * 0.5), [A, B]),
@@ -52,6 +58,19 @@ CASES = {
     "eigh": (lambda L, a, b: _spectral(L, L.linalg.eigh(a + a.mT)), [A, B]),
     "eigh-upper-batched-vectors": (lambda L, a, b: L.linalg.eigh(a @ a.mT, UPLO="U").eigenvectors.abs(), [A, B]),
     "eigvalsh": (lambda L, a, b: L.linalg.eigvalsh(a + a.mT), [A, B]),
+    "svd-tall": (lambda L, a, b: _svd_case(L, b), [A, B]),
+    "svd-wide": (lambda L, a, b: _svd_case(L, b.mT), [A, B]),
+    "svd-square-full": (lambda L, a, b: _svd_case(L, a, full_matrices=True), [A, B]),
+    "svdvals": (lambda L, a, b: L.linalg.svdvals(b) + L.linalg.svdvals(b.mT), [A, B]),
+    "matrix_norm-2-nuc": (lambda L, a, b: L.linalg.matrix_norm(b, 2) + L.linalg.matrix_norm(b, -2)
+                          + L.linalg.matrix_norm(b, "nuc"), [A, B]),
+    "matrix_norm-2-dims": (lambda L, a, b: L.linalg.matrix_norm(b, 2, dim=(2, 0), keepdim=True)
+                           + L.linalg.matrix_norm(b, "nuc", dim=(0, 1), keepdim=True), [A, B]),
+    "norm-2": (lambda L, m, a: L.linalg.norm(m, 2) + L.linalg.norm(m, -2, dim=(1, 0)), [M, A]),
+    "cond": (lambda L, a, b: L.linalg.cond(a) + L.linalg.cond(b, -2), [A, B]),
+    "pinv": (lambda L, a, b: L.linalg.pinv(b), [A, B]),
+    "pinv-wide": (lambda L, a, b: L.linalg.pinv(b.mT), [A, B]),
+    "pinv-hermitian": (lambda L, a, b: L.linalg.pinv(a + a.mT, hermitian=True), [A, B]),
     "solve_triangular-lower": (lambda L, a, b: L.linalg.solve_triangular(a, b, upper=False), [A, B]),
     "solve_triangular-upper-right": (lambda L, a, b: L.linalg.solve_triangular(
         a[0], b[0].T, upper=True, left=False, unitriangular=True), [A, B]),
@@ -157,3 +176,54 @@ def test_eigh_signs_values_and_edges():
         tg.linalg.eigvalsh(tg.ones(2, 2, dtype=tg.int64))
     with pytest.raises(RuntimeError, match="UPLO argument to be 'L' or 'U'"):
         tg.linalg.eigh(tg.eye(2), UPLO="X")
+
+
+def test_svd_based_values():
+    """Values only: cond's other norms (PyTorch's own backward fails there: an in-place inverse),
+    pinv with singular values cut off (PyTorch's gradient then is not the derivative of the
+    truncated result; ours, through the SVD, is), matrix_rank (integers)."""
+    rank2 = B[0][:, :2] @ B[1][:2, :]  # 4 x 3 of rank 2
+    for name, f in {
+        "cond-fro-1-inf": lambda L, x: L.linalg.cond(x, "fro") + L.linalg.cond(x, 1) + L.linalg.cond(x, -float("inf")),
+        "pinv-cut": lambda L, x: L.linalg.pinv(x[..., :3], rtol=0.3) + L.linalg.pinv(x[..., :3], atol=1.0),
+        "pinv-rank-deficient": lambda L, x: L.linalg.pinv(L.tensor(rank2)),
+        "matrix_rank": lambda L, x: L.linalg.matrix_rank(x) + L.linalg.matrix_rank(L.tensor(rank2))
+        + L.linalg.matrix_rank(x, atol=2.9) + L.linalg.matrix_rank(x, rtol=0.5) + L.linalg.matrix_rank(x, 1.0)
+        + L.linalg.matrix_rank(x + x.mT, hermitian=True),
+    }.items():
+        ours, theirs = f(tg, tg.tensor(A)), f(torch, torch.tensor(A))
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1], name
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10, atol=1e-12, err_msg=name)
+        compiled = tg.compile(lambda x: f(tg, x), backend="c", fullgraph=True)
+        np.testing.assert_allclose(compiled(tg.tensor(A)).numpy(), ours.numpy(), rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+def test_svd_signs_values_and_edges():
+    """U and Vh equal PyTorch's up to the sign of each pair of singular vectors, fixed (U's
+    first largest component positive) the same way eagerly and compiled (one-sided Jacobi);
+    tall, wide, batched, 1 x 1, empty, float32, a large matrix, NaN, and the errors."""
+    for x in (B, B.mT):
+        u, s, vh = tg.linalg.svd(tg.tensor(x), full_matrices=False)
+        tu, ts, tvh = torch.linalg.svd(torch.tensor(x), full_matrices=False)
+        np.testing.assert_allclose(s.numpy(), ts.numpy(), rtol=1e-12)
+        flips = np.sign(np.sum(u.numpy() * tu.numpy(), axis=-2, keepdims=True))
+        np.testing.assert_allclose(u.numpy(), tu.numpy() * flips, atol=1e-12)
+        np.testing.assert_allclose(vh.numpy(), tvh.numpy() * np.swapaxes(flips, -1, -2), atol=1e-12)
+    compiled = tg.compile(lambda a: tuple(tg.linalg.svd(a, full_matrices=False)), backend="c")
+    big = RNG.standard_normal((2, 30, 20))
+    for x in (B, B.mT, big, np.swapaxes(big, -1, -2), np.array([[-3.0]]), np.zeros((2, 0, 3)),
+              B.astype(np.float32), np.eye(3)):
+        got, want = compiled(tg.tensor(x)), tg.linalg.svd(tg.tensor(x), full_matrices=False)
+        tol = 2e-5 if x.dtype == np.float32 else 1e-10
+        for g, e in zip(got, want):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=tol, atol=tol)
+    for f in (compiled, tg.linalg.svd):
+        with pytest.raises(RuntimeError, match="contained non-finite values"):
+            f(tg.tensor([[1.0, float("nan")], [0.0, 2.0]]))
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        tg.linalg.svd(tg.ones(3))
+    with pytest.raises(RuntimeError, match="floating point.*int64"):
+        tg.linalg.svdvals(tg.ones(2, 2, dtype=tg.int64))
+    with pytest.raises(RuntimeError, match="Order 3 not supported"):
+        tg.linalg.matrix_norm(tg.ones(2, 2), 3)

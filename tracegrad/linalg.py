@@ -1,9 +1,10 @@
 """``tg.linalg`` (PyTorch's ``torch.linalg``): ``inv``, ``det``, ``slogdet``, ``solve``,
-``cholesky``, ``eigh``, ``eigvalsh``, ``solve_triangular``, ``vector_norm``, ``matrix_norm``,
-``norm``, ``matrix_power``, ``cross``; and ``cholesky_solve``, ``cholesky_inverse`` (``tg.``
-level, as in PyTorch). ``inv``, ``det``, ``solve``, ``cholesky`` and ``eigh`` are primitives
-(NumPy's LAPACK eagerly, batched; C kernels when compiled) with their own derivative rules;
-the rest are compositions.
+``cholesky``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``pinv``, ``matrix_rank``,
+``cond``, ``solve_triangular``, ``vector_norm``, ``matrix_norm``, ``norm``, ``matrix_power``,
+``cross``; and ``cholesky_solve``, ``cholesky_inverse`` (``tg.`` level, as in PyTorch).
+``inv``, ``det``, ``solve``, ``cholesky``, ``eigh`` and ``svd`` are primitives (NumPy's LAPACK
+eagerly, batched; C kernels when compiled) with their own derivative rules; the rest are
+compositions.
 
 >>> import tracegrad as tg
 >>> A = tg.tensor([[2.0, 1.0], [1.0, 3.0]])
@@ -22,10 +23,12 @@ from .layout import select as _select
 from .ops import linalg as L
 
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "solve_triangular", "vector_norm",
-           "matrix_norm", "norm", "matrix_power", "cross", "eigh", "eigvalsh"]
+           "matrix_norm", "norm", "matrix_power", "cross", "eigh", "eigvalsh", "svd", "svdvals",
+           "cond", "pinv", "matrix_rank"]
 
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+svd_result = namedtuple("linalg_svd", ["U", "S", "Vh"])
 _INF = float("inf")
 
 
@@ -112,6 +115,132 @@ def eigvalsh(A, UPLO="L"):
     return _select(L.EIGH(A), -2, 0)
 
 
+def svd(A, full_matrices=True, *, driver=None):
+    """``A = U diag(S) Vh`` for each matrix (m x n, k = min(m, n)): singular values ``S``
+    descending, ``U`` (m x k) and ``Vh`` (k x n) with orthonormal columns / rows; with
+    ``full_matrices`` (the default, as PyTorch's) ``U`` is m x m and ``Vh`` n x n, completed by
+    an orthonormal basis of the rest. Signs: ``U``'s columns are fixed as ``eigh``'s vectors
+    (first largest component positive), ``Vh``'s rows with them; PyTorch keeps LAPACK's, which
+    may differ (``U S Vh``, ``|U|`` and projections agree). Gradients, PyTorch's, divide by
+    differences of singular values (undefined where two are equal) and by the singular values
+    when m != n; those of the completing columns are ignored (as PyTorch's). ``driver`` (a
+    CUDA option in PyTorch) is accepted and unused.
+
+    >>> import tracegrad as tg
+    >>> U, S, Vh = tg.linalg.svd(tg.tensor([[3.0, 0.0], [0.0, -2.0]]))
+    >>> S
+    tensor([3., 2.])
+    >>> U @ tg.diag(S) @ Vh
+    tensor([[ 3.,  0.],
+            [ 0., -2.]])
+    """
+    m, n = A.shape[-2:] if A.ndim >= 2 else (None, None)
+    packed = L.SVD(A)
+    k = min(m, n)
+    u = F.narrow(packed, -2, 0, m)
+    vh = F.transpose(F.narrow(packed, -2, m + 1, n), -2, -1)
+    if full_matrices and m != n:
+        if m > k:
+            u = F.cat([u, _complement(u)], -1)
+        else:
+            vh = F.cat([vh, F.transpose(_complement(F.transpose(vh, -2, -1)), -2, -1)], -2)
+    return svd_result(u, _select(packed, -2, m), vh)
+
+
+def _complement(q):
+    """An orthonormal basis (m x (m - k), a constant: no gradient) of the space orthogonal to the
+    orthonormal columns of ``q`` (m x k)."""
+    raise NotImplementedError("linalg.svd: full_matrices=True for non-square matrices is not "
+                              "supported yet; pass full_matrices=False")
+
+
+def svdvals(A, *, driver=None):
+    """The singular values of each matrix, descending (``svd``'s ``S``).
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.svdvals(tg.tensor([[0.0, 2.0, 0.0], [1.0, 0.0, 0.0]]))
+    tensor([2., 1.])
+    """
+    return _select(L.SVD(A), -2, A.shape[-2])
+
+
+def _tolerance(A, s_max, atol, rtol):
+    """PyTorch's cut-off for pinv and matrix_rank: max(atol, rtol * s_max), rtol defaulting to
+    eps * max(m, n) when atol is not given (or not positive), else to 0."""
+    import numpy as np
+
+    if rtol is None:
+        positive_atol = atol is not None and (not isinstance(atol, (int, float)) or atol > 0)
+        rtol = 0.0 if positive_atol else float(np.finfo(A.dtype.np).eps) * max(A.shape[-2:])
+    tol = s_max * rtol
+    return tol if atol is None else F.maximum(tol, F.to_tensor(atol, A.dtype) if isinstance(atol, (int, float)) else atol)
+
+
+def _spectrum(A, hermitian):
+    """(values whose magnitudes are compared with the cut-off, largest magnitude)."""
+    if hermitian:
+        w = eigvalsh(A)
+        return w, F.amax(F.abs(w), -1, keepdim=True)
+    s = svdvals(A)
+    return s, F.narrow(s, -1, 0, 1)
+
+
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
+    """The Moore-Penrose pseudo-inverse of each matrix, from its SVD (``hermitian``: its
+    ``eigh``), singular values at most ``max(atol, rtol * largest)`` counting as zero (PyTorch's
+    defaults; ``rcond`` is PyTorch's older name for ``rtol``). Its gradient goes through the
+    decomposition, so it needs distinct singular values (PyTorch's pinv has a rule of its own,
+    defined at repeated ones too).
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.pinv(tg.tensor([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]))
+    tensor([[1.0000, 0.0000, 0.0000],
+            [0.0000, 0.5000, 0.0000]])
+    """
+    rtol = rcond if rtol is None else rtol
+    if hermitian:
+        w, v = eigh(A)
+        values, left, right = w, v, v
+    else:
+        left, values, vh = svd(A, full_matrices=False)
+        right = F.transpose(vh, -2, -1)
+    _, largest = _spectrum(A, hermitian)
+    keep = F.gt(F.abs(values), _tolerance(A, largest, atol, rtol))
+    inverse = F.where(keep, 1 / F.where(keep, values, 1.0), 0.0)  # (no 1/0 in either branch)
+    return F.matmul(right * F.unsqueeze(inverse, -2), F.transpose(left, -2, -1))
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
+    """The number of singular values (``hermitian``: eigenvalue magnitudes) above
+    ``max(atol, rtol * largest)`` (PyTorch's defaults; ``tol`` is PyTorch's older name for
+    ``atol``), as int64.
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.matrix_rank(tg.tensor([[1.0, 2.0], [2.0, 4.0]]))
+    tensor(1)
+    """
+    atol = tol if atol is None else atol
+    values, largest = _spectrum(A, hermitian)
+    keep = F.gt(F.abs(values), _tolerance(A, largest, atol, rtol))
+    return F.sum(keep, -1)
+
+
+def cond(A, p=None):
+    """The condition number of each matrix: largest / smallest singular value for ``p`` None or
+    2 (any shape; -2: the inverse ratio), else ``matrix_norm(A, p) * matrix_norm(inv(A), p)``
+    (square, invertible: a singular matrix raises, where PyTorch returns inf).
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.cond(tg.tensor([[4.0, 0.0], [0.0, 0.5]]))
+    tensor(8.)
+    """
+    if p in (None, 2, -2):
+        s = svdvals(A)
+        big, small = _select(s, -1, 0), _select(s, -1, s.shape[-1] - 1)
+        return big / small if p != -2 else small / big
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+
+
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     """``X`` with ``A X = B`` (``left=False``: ``X A = B``) reading only ``A``'s upper or lower
     triangle (and a unit diagonal with ``unitriangular``), as PyTorch's: the gradient for ``A``
@@ -163,15 +292,32 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    """Frobenius (``"fro"``) or the induced 1 / inf norms (max absolute column / row sum; -1 /
-    -inf: the minimum) of the matrices over ``dim``."""
+    """Frobenius (``"fro"``), nuclear (``"nuc"``: the sum of the singular values), spectral (2:
+    the largest singular value; -2: the smallest) or the induced 1 / inf norms (max absolute
+    column / row sum; -1 / -inf: the minimum) of the matrices over ``dim``.
+
+    >>> import tracegrad as tg
+    >>> A = tg.tensor([[3.0, 0.0], [0.0, -4.0]])
+    >>> tg.linalg.matrix_norm(A, 2), tg.linalg.matrix_norm(A, "nuc")
+    (tensor(4.), tensor(7.))
+    """
     A = F.cast(A, dtype) if dtype is not None else A
     if ord == "fro":
         return _vector_norm(A, 2, list(dim), keepdim)
-    if ord not in (1, -1, _INF, -_INF):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} is not supported (the spectral and "
-                                  "nuclear norms need an SVD); 'fro', 1, -1, inf and -inf are")
+    if ord not in (1, -1, _INF, -_INF, 2, -2, "nuc"):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord!r} not supported; expected 'fro', "
+                           "'nuc', 2, -2, 1, -1, inf or -inf")
     rows, cols = (d % A.ndim for d in dim)
+    if rows == cols:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({rows}, {cols})")
+    if ord in (2, -2, "nuc"):
+        from .composites import movedim
+
+        s = svdvals(movedim(A, (rows, cols), (-2, -1)))
+        out = F.sum(s, -1) if ord == "nuc" else _select(s, -1, 0 if ord == 2 else s.shape[-1] - 1)
+        for d in sorted((rows, cols)) if keepdim else ():
+            out = F.unsqueeze(out, d)
+        return out
     along, across = (rows, cols) if ord in (1, -1) else (cols, rows)  # sum along, extremum across
     sums = F.sum(F.abs(A), along, keepdim=True)
     pick = F.amax if ord in (1, _INF) else F.amin

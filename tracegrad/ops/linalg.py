@@ -294,3 +294,91 @@ def _separated(shape):
 EIGH = defop("linalg_eigh", infer=_infer_eigh, impl=_eigh_impl, save=("out",), kind="linalg",
              vjp=_eigh_vjp, jvp=_eigh_jvp,
              sample=lambda: [((_separated((3, 3)),), {}), ((_separated((2, 4, 4)),), {})])
+
+
+# ----------------------------------------------------------------------------- svd
+# The reduced SVD A = U diag(S) V^T (k = min(m, n): U m x k, S k descending, V n x k) packed,
+# as eigh's, into one (..., m + 1 + n, k) tensor: rows 0..m-1 U, row m S, rows m+1.. V (V, not
+# Vh, so that all three share their columns); linalg.svd slices it. Signs: U's columns are
+# fixed by `_signs` (as eigenvectors), V's flipped with them.
+def _svd_impl(a):
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    if k == 0:
+        return np.zeros(a.shape[:-2] + (m + 1 + n, 0), a.dtype)
+    if not np.isfinite(a).all():
+        raise RuntimeError("linalg.svd: The algorithm failed to converge because the input matrix "
+                           "contained non-finite values.")
+    try:
+        u, s, vh = np.linalg.svd(a, full_matrices=False)
+    except np.linalg.LinAlgError:
+        raise RuntimeError("linalg.svd: The algorithm failed to converge because the input matrix "
+                           "is ill-conditioned or has too many repeated singular values") from None
+    flip = _signs(u)
+    return np.concatenate([u * flip, s[..., None, :], np.swapaxes(vh, -1, -2) * flip], axis=-2)
+
+
+def _infer_svd(a):
+    s = tuple(a.shape)
+    if len(s) < 2:
+        raise RuntimeError(f"linalg.svd: The input tensor A must have at least 2 dimensions, "
+                           f"got shape {list(s)}")
+    if not a.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.svd: Expected a floating point tensor as input. Got {a.dtype.name}")
+    m, n = s[-2:]
+    return s[:-2] + (m + 1 + n, min(m, n)), a.dtype
+
+
+def _svd_parts(packed, m):
+    """(U, S as a (..., 1, k) row, V) of a packed SVD of m-row matrices."""
+    return _rows(packed, 0, m), _rows(packed, m, 1), _rows(packed, m + 1, packed.shape[-2] - m - 1)
+
+
+def _svd_vjp(ctx, g):
+    # PyTorch's svd_backward, skew(X) = X - X^T, E[i, j] = s_j^2 - s_i^2 (1 on the diagonal):
+    # gA = U [(skew(U^T gU) S + S skew(V^T gV)) / E + diag(gS)] V^T
+    #      + (I - U U^T) gU S^-1 V^T   (m > k)   + U S^-1 gV^T (I - V V^T)   (n > k)
+    m, n = ctx.shapes[0][-2:]
+    u, s, v = _svd_parts(ctx.out, m)
+    gu, gs, gv = _svd_parts(g, m)
+    k = s.shape[-1]
+    eye = _eye_like(s, k)
+    uu, vv = MATMUL(_mT(u), gu), MATMUL(_mT(v), gv)
+    uu, vv = uu - _mT(uu), vv - _mT(vv)
+    inner = (uu * s + _mT(s) * vv) / _gaps(s * s, eye) + eye * gs
+    ga = MATMUL(MATMUL(u, inner), _mT(v))
+    if m > k:
+        gus = gu / s
+        ga = ga + MATMUL(gus - MATMUL(u, MATMUL(_mT(u), gus)), _mT(v))
+    if n > k:
+        sgv = _mT(gv) / _mT(s)
+        ga = ga + MATMUL(u, sgv - MATMUL(MATMUL(sgv, v), _mT(v)))
+    return (ga,)
+
+
+def _svd_jvp(ctx, t):
+    # dP = U^T dA V, dS = diag(dP), dX = dP off its diagonal:
+    # dU = U (dX S + S dX^T) / E + (I - U U^T) dA V S^-1   (the last term when m > k)
+    # dV = V (S dX + dX^T S) / E + (I - V V^T) dA^T U S^-1 (when n > k)
+    m, n = ctx.shapes[0][-2:]
+    u, s, v = _svd_parts(ctx.out, m)
+    k = s.shape[-1]
+    eye = _eye_like(s, k)
+    dp = MATMUL(MATMUL(_mT(u), t), v)
+    dx = dp * (1 - eye)
+    gaps = _gaps(s * s, eye)
+    du = MATMUL(u, (dx * s + _mT(s) * _mT(dx)) / gaps)
+    dv = MATMUL(v, (_mT(s) * dx + _mT(dx) * s) / gaps)
+    if m > k:
+        w = MATMUL(t, v) / s
+        du = du + w - MATMUL(u, MATMUL(_mT(u), w))
+    if n > k:
+        w = MATMUL(_mT(t), u) / s
+        dv = dv + w - MATMUL(v, MATMUL(_mT(v), w))
+    return _f().cat([du, _diag_row(dp), dv], -2)
+
+
+SVD = defop("linalg_svd", infer=_infer_svd, impl=_svd_impl, save=("out",), kind="linalg",
+            vjp=_svd_vjp, jvp=_svd_jvp,
+            sample=lambda: [((_separated((3, 3)),), {}), ((_separated((2, 4, 3)),), {}),
+                            ((_separated((3, 5)),), {})])

@@ -514,3 +514,23 @@ def linalg_eigh(lw, n):
     body = [f"if (!tg_eigh_{ct}({size}, {src}, {dst}, {work.name}, {order.name})) return 1;"]
     views = [xv, ov, View(work.name, 0, (2 * size * size,), (1,)), View(order.name, 0, (size,), (1,))]
     _raw(lw, _block(_loops(loops, body)), views, "linalg_eigh")
+
+
+def linalg_svd(lw, n):
+    """Each matrix's packed reduced SVD (ops/linalg.py: U, S, V) by one-sided Jacobi in double
+    (runtime.h.j2 tg_svd; return 1 on NaN or inf, as if it did not converge: the interpreter
+    then raises)."""
+    x = n.inputs[0]
+    xv, ov = lw.contiguous(x), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    rows, cols = x.shape[-2:]
+    k, ct = min(rows, cols), ctype_of(x.dtype)
+    size = (max(rows, cols) + k) * k + k
+    work = lw._work("double", size, 8)
+    order = lw._work("int64_t", k, 8)
+    loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], rows * cols),
+                                              (ov, n.out.shape[:-2], (rows + 1 + cols) * k)])
+    body = [f"if (!tg_svd_{ct}({rows}, {cols}, {src}, {dst}, {work.name}, {order.name})) return 1;"]
+    views = [xv, ov, View(work.name, 0, (size,), (1,)), View(order.name, 0, (k,), (1,))]
+    _raw(lw, _block(_loops(loops, body)), views, "linalg_svd")
