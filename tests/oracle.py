@@ -152,6 +152,13 @@ def _eigh_packed(a):
     return torch.cat([vals.unsqueeze(-2), _sign_fixed(vecs)], -2)
 
 
+def _qr_packed(a, complete):
+    q, r = torch.linalg.qr(a, mode="complete" if complete else "reduced")
+    width = max(q.shape[-1], r.shape[-1])
+    pad = lambda x: TF.pad(x, (0, width - x.shape[-1]))  # noqa: E731
+    return torch.cat([pad(q), pad(r)], -2)
+
+
 def _twins():
     t = torch
     twins = {name: getattr(t, name) for name in (
@@ -180,6 +187,7 @@ def _twins():
         "linalg_cholesky": lambda a: t.linalg.cholesky((a + a.mT) / 2),
         "linalg_eigh": _eigh_packed,  # (the packed (n + 1, n) layout: eigenvalues, then vectors)
         "linalg_svd": _svd_packed,  # (packed (m + 1 + n, k): U, S, V)
+        "linalg_qr": _qr_packed,  # (packed (m + kq, max(kq, n)): Q, then R)
         "argmin": lambda x, dim, keepdim: t.argmin(x, dim, keepdim=keepdim),
         "reshape": lambda x, shape: x.reshape(shape),
         "permute": lambda x, dims: x.permute(dims),

@@ -33,6 +33,14 @@ def _svd_case(L, x, full_matrices=False):
     return (u * L.exp(s / 4).unsqueeze(-2)) @ vh + u.abs() @ vh.abs()
 
 
+def _svd_full_case(L, x):
+    """``full_matrices=True``: the first k columns of U and rows of Vh (the rest, any basis of
+    what remains, are LAPACK's choice in PyTorch; their gradients are ignored in both)."""
+    u, s, vh = L.linalg.svd(x)
+    k = s.shape[-1]
+    return (u[..., :, :k] * L.exp(s / 4).unsqueeze(-2)) @ vh[..., :k, :]
+
+
 CASES = {
     "inv": (lambda L, a, b: L.linalg.inv(a), [A, B]),
     "det": (lambda L, a, b: L.linalg.det(a * 0.5), [A, B]),
@@ -71,6 +79,13 @@ CASES = {
     "pinv": (lambda L, a, b: L.linalg.pinv(b), [A, B]),
     "pinv-wide": (lambda L, a, b: L.linalg.pinv(b.mT), [A, B]),
     "pinv-hermitian": (lambda L, a, b: L.linalg.pinv(a + a.mT, hermitian=True), [A, B]),
+    "svd-full-tall": (lambda L, a, b: _svd_full_case(L, b), [A, B]),
+    "svd-full-wide": (lambda L, a, b: _svd_full_case(L, b.mT), [A, B]),
+    # Q and R are LAPACK's in both libraries: compared as they are
+    "qr-tall": (lambda L, a, b: L.cat(list(L.linalg.qr(b)), -2), [A, B]),
+    "qr-wide": (lambda L, a, b: L.cat(list(L.linalg.qr(b.mT)), -1), [A, B]),
+    "qr-square-complete": (lambda L, a, b: L.cat(list(L.linalg.qr(a, mode="complete")), -1)
+                           + L.cat([a.qr().Q] * 2, -1), [A, B]),
     "solve_triangular-lower": (lambda L, a, b: L.linalg.solve_triangular(a, b, upper=False), [A, B]),
     "solve_triangular-upper-right": (lambda L, a, b: L.linalg.solve_triangular(
         a[0], b[0].T, upper=True, left=False, unitriangular=True), [A, B]),
@@ -227,3 +242,63 @@ def test_svd_signs_values_and_edges():
         tg.linalg.svdvals(tg.ones(2, 2, dtype=tg.int64))
     with pytest.raises(RuntimeError, match="Order 3 not supported"):
         tg.linalg.matrix_norm(tg.ones(2, 2), 3)
+
+
+def test_svd_full_matrices_complete_the_bases():
+    """full_matrices=True: U (m x m) and Vh (n x n) orthogonal, their first k columns / rows the
+    reduced ones, the completing ones (from a complete QR, no gradient) equal compiled."""
+    compiled = tg.compile(lambda a: tuple(tg.linalg.svd(a)), backend="c")
+    for x in (B, B.mT, RNG.standard_normal((7, 2))):
+        u, s, vh = tg.linalg.svd(tg.tensor(x))
+        ru, _, rvh = tg.linalg.svd(tg.tensor(x), full_matrices=False)
+        m, n = x.shape[-2:]
+        k = min(m, n)
+        assert tuple(u.shape[-2:]) == (m, m) and tuple(vh.shape[-2:]) == (n, n)
+        np.testing.assert_allclose(u.numpy().swapaxes(-1, -2) @ u.numpy(), np.broadcast_to(np.eye(m), u.shape), atol=1e-12)
+        np.testing.assert_allclose(vh.numpy() @ vh.numpy().swapaxes(-1, -2), np.broadcast_to(np.eye(n), vh.shape), atol=1e-12)
+        np.testing.assert_array_equal(u.numpy()[..., :k], ru.numpy())
+        np.testing.assert_array_equal(vh.numpy()[..., :k, :], rvh.numpy())
+        for g, e in zip(compiled(tg.tensor(x)), (u, s, vh)):
+            np.testing.assert_allclose(g.numpy(), e.numpy(), atol=1e-10)
+
+
+def test_qr_modes_edges_and_errors():
+    """Values equal PyTorch's as they are (LAPACK's signs: no fix), eagerly and compiled
+    (Householder in C): tall, wide, complete, mode 'r', a zero column, 1 x 1, empty, float32;
+    complete with m > n is not differentiable (as in PyTorch)."""
+    zero_col = np.array([[1.0, 0.0, 2.0], [2.0, 0.0, 1.0], [0.0, 0.0, 3.0]])
+    for mode in ("reduced", "complete", "r"):
+        compiled = tg.compile(lambda a: tuple(tg.linalg.qr(a, mode=mode)), backend="c")
+        for x in (B, B.mT, RNG.standard_normal((30, 20)), zero_col, np.array([[-2.0]]), np.zeros((2, 0, 3)),
+                  np.zeros((3, 0)), B.astype(np.float32)):
+            ours = tg.linalg.qr(tg.tensor(x), mode=mode)
+            theirs = torch.linalg.qr(torch.tensor(x), mode=mode)
+            tol = 2e-5 if x.dtype == np.float32 else 1e-10
+            for o, t, c in zip(ours, theirs, compiled(tg.tensor(x))):
+                assert tuple(o.shape) == tuple(t.shape) and o.dtype == c.dtype, (mode, x.shape)
+                np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=tol, atol=tol)
+                np.testing.assert_allclose(c.numpy(), o.numpy(), rtol=tol, atol=tol)
+    q, r = tg.linalg.qr(tg.tensor(B, requires_grad=True), mode="complete")
+    with pytest.raises(RuntimeError, match="not differentiable when mode='complete' and nrows > ncols"):
+        q.sum().backward()
+    with pytest.raises(RuntimeError, match="unrecognized mode 'full'"):
+        tg.linalg.qr(tg.eye(2), mode="full")
+    with pytest.raises(RuntimeError, match="floating point.*int64"):
+        tg.linalg.qr(tg.ones(2, 2, dtype=tg.int64))
+
+
+def test_orthogonal_init():
+    """PyTorch's algorithm (QR of a normal matrix, Q's columns times sign(diag R)): rows or
+    columns orthonormal times gain, for tall, wide and convolution shapes; seeded; empty kept;
+    fewer than 2 dims raise."""
+    for shape in ((5, 3), (3, 5), (4, 2, 3, 3), (1, 1)):
+        tg.manual_seed(0)
+        w = tg.nn.init.orthogonal_(tg.empty(*shape), gain=2.0)
+        flat = w.numpy().reshape(shape[0], -1).astype(np.float64)
+        gram = flat @ flat.T if flat.shape[0] <= flat.shape[1] else flat.T @ flat
+        np.testing.assert_allclose(gram, 4 * np.eye(min(flat.shape)), atol=1e-5)
+        tg.manual_seed(0)
+        assert np.array_equal(tg.nn.init.orthogonal_(tg.empty(*shape), gain=2.0).numpy(), w.numpy())
+    assert tg.nn.init.orthogonal_(tg.empty(0, 3)).shape == (0, 3)
+    with pytest.raises(ValueError, match="2 or more dimensions"):
+        tg.nn.init.orthogonal_(tg.empty(3))

@@ -1,10 +1,10 @@
 """``tg.linalg`` (PyTorch's ``torch.linalg``): ``inv``, ``det``, ``slogdet``, ``solve``,
-``cholesky``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``pinv``, ``matrix_rank``,
-``cond``, ``solve_triangular``, ``vector_norm``, ``matrix_norm``, ``norm``, ``matrix_power``,
-``cross``; and ``cholesky_solve``, ``cholesky_inverse`` (``tg.`` level, as in PyTorch).
-``inv``, ``det``, ``solve``, ``cholesky``, ``eigh`` and ``svd`` are primitives (NumPy's LAPACK
-eagerly, batched; C kernels when compiled) with their own derivative rules; the rest are
-compositions.
+``cholesky``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``qr``, ``pinv``,
+``matrix_rank``, ``cond``, ``solve_triangular``, ``vector_norm``, ``matrix_norm``, ``norm``,
+``matrix_power``, ``cross``; and ``cholesky_solve``, ``cholesky_inverse`` (``tg.`` level, as
+in PyTorch). ``inv``, ``det``, ``solve``, ``cholesky``, ``eigh``, ``svd`` and ``qr`` are
+primitives (NumPy's LAPACK eagerly, batched; C kernels when compiled) with their own
+derivative rules; the rest are compositions.
 
 >>> import tracegrad as tg
 >>> A = tg.tensor([[2.0, 1.0], [1.0, 3.0]])
@@ -24,11 +24,12 @@ from .ops import linalg as L
 
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "solve_triangular", "vector_norm",
            "matrix_norm", "norm", "matrix_power", "cross", "eigh", "eigvalsh", "svd", "svdvals",
-           "cond", "pinv", "matrix_rank"]
+           "cond", "pinv", "matrix_rank", "qr"]
 
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
 svd_result = namedtuple("linalg_svd", ["U", "S", "Vh"])
+qr_result = namedtuple("linalg_qr", ["Q", "R"])
 _INF = float("inf")
 
 
@@ -149,9 +150,41 @@ def svd(A, full_matrices=True, *, driver=None):
 
 def _complement(q):
     """An orthonormal basis (m x (m - k), a constant: no gradient) of the space orthogonal to the
-    orthonormal columns of ``q`` (m x k)."""
-    raise NotImplementedError("linalg.svd: full_matrices=True for non-square matrices is not "
-                              "supported yet; pass full_matrices=False")
+    orthonormal columns of ``q`` (m x k): the last columns of its complete QR's Q."""
+    m, k = q.shape[-2:]
+    full = L.QR(q.detach(), complete=True)
+    return F.narrow(F.narrow(full, -2, 0, m), -1, k, m - k)
+
+
+def qr(A, mode="reduced"):
+    """``A = Q R`` for each matrix (m x n, k = min(m, n)): ``Q`` with orthonormal columns (m x k;
+    m x m with ``mode="complete"``) and ``R`` upper triangular (k x n; m x n). Householder
+    reflections with LAPACK's signs, so both equal PyTorch's as they are. ``mode="r"`` returns an
+    empty ``Q``. Differentiable (PyTorch's rule) except ``mode="complete"`` with m > n, where it
+    raises, as PyTorch's; ``mode="r"`` is differentiable too (PyTorch's raises).
+
+    >>> import tracegrad as tg
+    >>> Q, R = tg.linalg.qr(tg.tensor([[3.0, 1.0], [4.0, 2.0]]))
+    >>> R
+    tensor([[-5.0000, -2.2000],
+            [ 0.0000,  0.4000]])
+    >>> Q @ R
+    tensor([[3.0000, 1.0000],
+            [4.0000, 2.0000]])
+    """
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' "
+                           "(default), 'r', or 'complete'")
+    m, n = A.shape[-2:] if A.ndim >= 2 else (0, 0)
+    complete = mode == "complete"
+    packed = L.QR(A, complete=complete)
+    kq = m if complete else min(m, n)
+    r = F.narrow(F.narrow(packed, -2, m, kq), -1, 0, n)
+    if mode == "r":
+        from .creation import empty
+
+        return qr_result(empty(0, dtype=A.dtype), r)
+    return qr_result(F.narrow(F.narrow(packed, -2, 0, m), -1, 0, kq), r)
 
 
 def svdvals(A, *, driver=None):

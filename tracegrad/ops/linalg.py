@@ -382,3 +382,103 @@ SVD = defop("linalg_svd", infer=_infer_svd, impl=_svd_impl, save=("out",), kind=
             vjp=_svd_vjp, jvp=_svd_jvp,
             sample=lambda: [((_separated((3, 3)),), {}), ((_separated((2, 4, 3)),), {}),
                             ((_separated((3, 5)),), {})])
+
+
+# ----------------------------------------------------------------------------- qr
+# A = Q R by Householder reflections with LAPACK's conventions (geqrf: R's diagonal takes the
+# sign opposite to the pivot column's leading entry), so Q and R equal PyTorch's and NumPy's as
+# they are: no sign fix here. Packed, as eigh's, into one (..., m + kq, max(kq, n)) tensor
+# (kq = Q's columns: k = min(m, n), or m with `complete`): rows 0..m-1 Q (zero columns beyond
+# kq), rows m.. R (zero columns beyond n); linalg.qr slices it.
+def _qr_impl(a, complete):
+    m, n = a.shape[-2:]
+    kq = m if complete else min(m, n)
+    out = np.zeros(a.shape[:-2] + (m + kq, max(kq, n)), a.dtype)
+    if m and n:
+        q, r = np.linalg.qr(a, mode="complete" if complete else "reduced")
+        out[..., :m, :kq], out[..., m:, :n] = q, r
+    elif complete:
+        out[..., :m, :m] = np.eye(m, dtype=a.dtype)
+    return out
+
+
+def _infer_qr(a, complete):
+    s = tuple(a.shape)
+    if len(s) < 2:
+        raise RuntimeError(f"linalg.qr: The input tensor A must have at least 2 dimensions, got shape {list(s)}")
+    if not a.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.qr: Expected a floating point tensor as input. Got {a.dtype.name}")
+    m, n = s[-2:]
+    kq = m if complete else min(m, n)
+    return s[:-2] + (m + kq, max(kq, n)), a.dtype
+
+
+def _qr_parts(ctx, packed):
+    m, n = ctx.shapes[0][-2:]
+    if ctx.complete and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and "
+                           "nrows > ncols.")
+    k = min(m, n)
+    f = _f()
+    return f.narrow(_rows(packed, 0, m), -1, 0, k), f.narrow(_rows(packed, m, k), -1, 0, n)
+
+
+def _times_inv_t(x, r):
+    """``x R^-T``."""
+    return _mT(SOLVE(r, _mT(x)))
+
+
+def _qr_square_vjp(q, r, gq, gr):
+    # m >= n (TensorFlow's QrGrad; PyTorch's linalg_qr_backward is the same map):
+    # gA = Q (gR + tril(skew(Q^T gQ) + skew(R gR^T)) R^-T) + (gQ - Q Q^T gQ) R^-T
+    qdq, rdr = MATMUL(_mT(q), gq), MATMUL(r, _mT(gr))
+    low = _tril(qdq - _mT(qdq) + rdr - _mT(rdr))
+    return MATMUL(q, gr + _times_inv_t(low, r)) + _times_inv_t(gq - MATMUL(q, qdq), r)
+
+
+def _qr_vjp(ctx, g):
+    q, r = _qr_parts(ctx, ctx.out)
+    gq, gr = _qr_parts(ctx, g)
+    m, n = q.shape[-2], r.shape[-1]
+    if m >= n:
+        return (_qr_square_vjp(q, r, gq, gr),)
+    # m < n: A = (X | Y), X = Q R1 (square), Y = Q R2: R2's cotangent reaches Y through Q and
+    # Q's through Y R2^T... (TensorFlow's split)
+    f = _f()
+    r1, r2 = f.narrow(r, -1, 0, m), f.narrow(r, -1, m, n - m)
+    gr1, gr2 = f.narrow(gr, -1, 0, m), f.narrow(gr, -1, m, n - m)
+    y = MATMUL(q, r2)
+    gx = _qr_square_vjp(q, r1, gq + MATMUL(y, _mT(gr2)), gr1)
+    return (f.cat([gx, MATMUL(q, gr2)], -1),)
+
+
+def _qr_jvp(ctx, t):
+    # C = Q^T dX R1^-1 = Omega (skew: Q^T dQ) + U (upper: dR1 R1^-1), so Omega = L - L^T with
+    # L = tril(C, -1); dR1 = U R1, dQ = dX R1^-1 - Q U; for m < n, dR2 = dQ^T Y + Q^T dY
+    q, r = _qr_parts(ctx, ctx.out)
+    m, n = q.shape[-2], r.shape[-1]
+    f = _f()
+    r1 = f.narrow(r, -1, 0, m) if m < n else r
+    dx = f.narrow(t, -1, 0, m) if m < n else t
+    dx_r = _mT(SOLVE(_mT(r1), _mT(dx)))  # dX R1^-1
+    c = MATMUL(_mT(q), dx_r)
+    low = _tril(c, -1)
+    upper = c - low + _mT(low)
+    dq = dx_r - MATMUL(q, upper)
+    dr = MATMUL(upper, r1)
+    if m < n:
+        r2 = f.narrow(r, -1, m, n - m)
+        dr2 = MATMUL(_mT(dq), MATMUL(q, r2)) + MATMUL(_mT(q), f.narrow(t, -1, m, n - m))
+        dr = f.cat([dr, dr2], -1)
+    pad = r.shape[-1] - dq.shape[-1]  # Q's zero columns in the packing
+    if pad:
+        dq = f.cat([dq, dq.new_zeros(tuple(dq.shape[:-1]) + (pad,))], -1)
+    return f.cat([dq, dr], -2)
+
+
+QR = defop("linalg_qr", infer=_infer_qr, impl=_qr_impl, save=("out",), kind="linalg",
+           vjp=_qr_vjp, jvp=_qr_jvp,
+           sample=lambda: [((_separated((4, 3)),), {"complete": False}),
+                           ((_separated((2, 3, 3)),), {"complete": False}),
+                           ((_separated((2, 4)),), {"complete": False}),
+                           ((_separated((3, 4)),), {"complete": True})])

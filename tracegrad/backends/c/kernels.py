@@ -534,3 +534,21 @@ def linalg_svd(lw, n):
     body = [f"if (!tg_svd_{ct}({rows}, {cols}, {src}, {dst}, {work.name}, {order.name})) return 1;"]
     views = [xv, ov, View(work.name, 0, (size,), (1,)), View(order.name, 0, (k,), (1,))]
     _raw(lw, _block(_loops(loops, body)), views, "linalg_svd")
+
+
+def linalg_qr(lw, n):
+    """Each matrix's packed QR (ops/linalg.py: Q, then R) by Householder reflections in double
+    with LAPACK's sign conventions (runtime.h.j2 tg_qr)."""
+    x = n.inputs[0]
+    xv, ov = lw.contiguous(x), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    rows, cols = x.shape[-2:]
+    k = min(rows, cols)
+    kq = rows if n.attrs["complete"] else k
+    size = rows * cols + k + rows * kq
+    work = lw._work("double", max(size, 1), 8)
+    loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], rows * cols),
+                                              (ov, n.out.shape[:-2], _prod(n.out.shape[-2:]))])
+    body = [f"tg_qr_{ctype_of(x.dtype)}({rows}, {cols}, {kq}, {src}, {dst}, {work.name});"]
+    _raw(lw, _block(_loops(loops, body)), [xv, ov, View(work.name, 0, (max(size, 1),), (1,))], "linalg_qr")
