@@ -188,6 +188,9 @@ def _twins():
         "linalg_eigh": _eigh_packed,  # (the packed (n + 1, n) layout: eigenvalues, then vectors)
         "linalg_svd": _svd_packed,  # (packed (m + 1 + n, k): U, S, V)
         "linalg_qr": _qr_packed,  # (packed (m + kq, max(kq, n)): Q, then R)
+        # (hermitian: tracegrad reads the symmetric part, as eigh)
+        "linalg_pinv": lambda a, atol, rtol, hermitian: t.linalg.pinv(
+            (a + a.mT) / 2 if hermitian else a, atol=atol, rtol=rtol, hermitian=hermitian),
         "argmin": lambda x, dim, keepdim: t.argmin(x, dim, keepdim=keepdim),
         "reshape": lambda x, shape: x.reshape(shape),
         "permute": lambda x, dims: x.permute(dims),

@@ -79,6 +79,11 @@ CASES = {
     "pinv": (lambda L, a, b: L.linalg.pinv(b), [A, B]),
     "pinv-wide": (lambda L, a, b: L.linalg.pinv(b.mT), [A, B]),
     "pinv-hermitian": (lambda L, a, b: L.linalg.pinv(a + a.mT, hermitian=True), [A, B]),
+    # PyTorch's gradient (a primitive's rule): with singular values cut off, and at repeated ones
+    "pinv-cut": (lambda L, a, b: L.linalg.pinv(b, rtol=0.3) + L.linalg.pinv(b, atol=1.0)
+                 + L.pinverse(b, rcond=0.2) + b.pinverse(), [A, B]),
+    "pinv-repeated": (lambda L, a, b: L.linalg.pinv(2 * L.eye(3, dtype=a.dtype) + a[0, :3, :3] * 0)
+                      + L.linalg.pinv(a[0] - a[0] + L.eye(4, dtype=a.dtype), hermitian=True)[:3, :3], [A, B]),
     "svd-full-tall": (lambda L, a, b: _svd_full_case(L, b), [A, B]),
     "svd-full-wide": (lambda L, a, b: _svd_full_case(L, b.mT), [A, B]),
     # Q and R are LAPACK's in both libraries: compared as they are
@@ -195,16 +200,18 @@ def test_eigh_signs_values_and_edges():
 
 def test_svd_based_values():
     """Values only: cond's other norms (PyTorch's own backward fails there: an in-place inverse),
-    pinv with singular values cut off (PyTorch's gradient then is not the derivative of the
-    truncated result; ours, through the SVD, is), matrix_rank (integers)."""
+    pinv of a rank-deficient matrix and with tensor tolerances (composed of svd / eigh),
+    matrix_rank (integers)."""
     rank2 = B[0][:, :2] @ B[1][:2, :]  # 4 x 3 of rank 2
     for name, f in {
         "cond-fro-1-inf": lambda L, x: L.linalg.cond(x, "fro") + L.linalg.cond(x, 1) + L.linalg.cond(x, -float("inf")),
-        "pinv-cut": lambda L, x: L.linalg.pinv(x[..., :3], rtol=0.3) + L.linalg.pinv(x[..., :3], atol=1.0),
+        "pinv-tensor-tolerances": lambda L, x: L.linalg.pinv(x[..., :3], rtol=L.tensor(0.3, dtype=x.dtype))
+        + L.linalg.pinv(x + x.mT, atol=L.tensor([1.0, 3.0], dtype=x.dtype), hermitian=True)[..., :3, :],
         "pinv-rank-deficient": lambda L, x: L.linalg.pinv(L.tensor(rank2)),
         "matrix_rank": lambda L, x: L.linalg.matrix_rank(x) + L.linalg.matrix_rank(L.tensor(rank2))
         + L.linalg.matrix_rank(x, atol=2.9) + L.linalg.matrix_rank(x, rtol=0.5) + L.linalg.matrix_rank(x, 1.0)
-        + L.linalg.matrix_rank(x + x.mT, hermitian=True),
+        + L.linalg.matrix_rank(x + x.mT, hermitian=True) + L.linalg.matrix_rank(x, atol=L.tensor([1.0, 3.0], dtype=x.dtype))
+        + L.linalg.matrix_rank(x, rtol=L.tensor([[0.1, 0.5]], dtype=x.dtype)),
     }.items():
         ours, theirs = f(tg, tg.tensor(A)), f(torch, torch.tensor(A))
         assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1], name

@@ -1,10 +1,10 @@
 """``tg.linalg`` (PyTorch's ``torch.linalg``): ``inv``, ``det``, ``slogdet``, ``solve``,
 ``cholesky``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``qr``, ``pinv``,
 ``matrix_rank``, ``cond``, ``solve_triangular``, ``vector_norm``, ``matrix_norm``, ``norm``,
-``matrix_power``, ``cross``; and ``cholesky_solve``, ``cholesky_inverse`` (``tg.`` level, as
-in PyTorch). ``inv``, ``det``, ``solve``, ``cholesky``, ``eigh``, ``svd`` and ``qr`` are
-primitives (NumPy's LAPACK eagerly, batched; C kernels when compiled) with their own
-derivative rules; the rest are compositions.
+``matrix_power``, ``cross``; and ``cholesky_solve``, ``cholesky_inverse``, ``pinverse``
+(``tg.`` level, as in PyTorch). ``inv``, ``det``, ``solve``, ``cholesky``, ``eigh``,
+``svd``, ``qr`` and ``pinv`` are primitives (NumPy's LAPACK eagerly, batched; C kernels when
+compiled) with their own derivative rules; the rest are compositions.
 
 >>> import tracegrad as tg
 >>> A = tg.tensor([[2.0, 1.0], [1.0, 3.0]])
@@ -21,6 +21,7 @@ from . import functional as F
 from .composites import cross, norm as _vector_norm
 from .layout import select as _select
 from .ops import linalg as L
+from .tensor import Tensor
 
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "solve_triangular", "vector_norm",
            "matrix_norm", "norm", "matrix_power", "cross", "eigh", "eigvalsh", "svd", "svdvals",
@@ -198,15 +199,21 @@ def svdvals(A, *, driver=None):
 
 
 def _tolerance(A, s_max, atol, rtol):
-    """PyTorch's cut-off for pinv and matrix_rank: max(atol, rtol * s_max), rtol defaulting to
-    eps * max(m, n) when atol is not given (or not positive), else to 0."""
-    import numpy as np
-
+    """PyTorch's cut-off for pinv and matrix_rank, as a (..., 1) column: max(atol, rtol * s_max)
+    (``s_max`` a column; tensor tolerances have the batch shape), rtol defaulting to eps *
+    max(m, n) when atol is not given (or not positive), else to 0."""
     if rtol is None:
         positive_atol = atol is not None and (not isinstance(atol, (int, float)) or atol > 0)
-        rtol = 0.0 if positive_atol else float(np.finfo(A.dtype.np).eps) * max(A.shape[-2:])
-    tol = s_max * rtol
-    return tol if atol is None else F.maximum(tol, F.to_tensor(atol, A.dtype) if isinstance(atol, (int, float)) else atol)
+        rtol = 0.0 if positive_atol else _default_rtol(A)
+    column = lambda t: F.unsqueeze(t, -1) if isinstance(t, Tensor) else t  # noqa: E731
+    tol = s_max * column(rtol)
+    return tol if atol is None else F.maximum(tol, column(F.to_tensor(atol, A.dtype) if isinstance(atol, (int, float)) else atol))
+
+
+def _default_rtol(A):
+    import numpy as np
+
+    return float(np.finfo(A.dtype.np).eps) * max(A.shape[-2:])
 
 
 def _spectrum(A, hermitian):
@@ -220,10 +227,12 @@ def _spectrum(A, hermitian):
 
 def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
     """The Moore-Penrose pseudo-inverse of each matrix, from its SVD (``hermitian``: its
-    ``eigh``), singular values at most ``max(atol, rtol * largest)`` counting as zero (PyTorch's
-    defaults; ``rcond`` is PyTorch's older name for ``rtol``). Its gradient goes through the
-    decomposition, so it needs distinct singular values (PyTorch's pinv has a rule of its own,
-    defined at repeated ones too).
+    ``eigh``, reading ``(A + A^T) / 2`` as ``eigh`` does), singular values at most ``max(atol,
+    rtol * largest)`` counting as zero (PyTorch's defaults; ``rcond`` is PyTorch's older name
+    for ``rtol``). A primitive with PyTorch's gradient (the derivative at constant rank; the
+    symmetric part of it with ``hermitian``), defined at repeated singular values too. With
+    tensor ``atol``/``rtol`` it is composed of ``svd``/``eigh`` instead, whose gradient needs
+    distinct singular values.
 
     >>> import tracegrad as tg
     >>> tg.linalg.pinv(tg.tensor([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]))
@@ -231,6 +240,12 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
             [0.0000, 0.5000, 0.0000]])
     """
     rtol = rcond if rtol is None else rtol
+    if not any(isinstance(t, Tensor) for t in (atol, rtol)):
+        if A.ndim < 2 or not A.dtype.is_floating_point:
+            L.PINV.infer(A, atol=0.0, rtol=0.0, hermitian=hermitian)  # (raises the error)
+        if rtol is None:
+            rtol = 0.0 if atol is not None and atol > 0 else _default_rtol(A)
+        return L.PINV(A, atol=float(atol or 0.0), rtol=float(rtol), hermitian=bool(hermitian))
     if hermitian:
         w, v = eigh(A)
         values, left, right = w, v, v
@@ -241,6 +256,11 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
     keep = F.gt(F.abs(values), _tolerance(A, largest, atol, rtol))
     inverse = F.where(keep, 1 / F.where(keep, values, 1.0), 0.0)  # (no 1/0 in either branch)
     return F.matmul(right * F.unsqueeze(inverse, -2), F.transpose(left, -2, -1))
+
+
+def pinverse(input, rcond=1e-15):
+    """``tg.pinverse`` (PyTorch's older name): ``linalg.pinv`` with ``rtol=rcond``."""
+    return pinv(input, atol=0.0, rtol=rcond)
 
 
 def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):

@@ -318,13 +318,19 @@ def _svd_impl(a):
     return np.concatenate([u * flip, s[..., None, :], np.swapaxes(vh, -1, -2) * flip], axis=-2)
 
 
-def _infer_svd(a):
-    s = tuple(a.shape)
+def _matrices(name, x):
+    """The shape of ``x``, checked to be (batches of) floating matrices of any size."""
+    s = tuple(x.shape)
     if len(s) < 2:
-        raise RuntimeError(f"linalg.svd: The input tensor A must have at least 2 dimensions, "
+        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 dimensions, "
                            f"got shape {list(s)}")
-    if not a.dtype.is_floating_point:
-        raise RuntimeError(f"linalg.svd: Expected a floating point tensor as input. Got {a.dtype.name}")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.{name}: Expected a floating point tensor as input. Got {x.dtype.name}")
+    return s
+
+
+def _infer_svd(a):
+    s = _matrices("svd", a)
     m, n = s[-2:]
     return s[:-2] + (m + 1 + n, min(m, n)), a.dtype
 
@@ -403,11 +409,7 @@ def _qr_impl(a, complete):
 
 
 def _infer_qr(a, complete):
-    s = tuple(a.shape)
-    if len(s) < 2:
-        raise RuntimeError(f"linalg.qr: The input tensor A must have at least 2 dimensions, got shape {list(s)}")
-    if not a.dtype.is_floating_point:
-        raise RuntimeError(f"linalg.qr: Expected a floating point tensor as input. Got {a.dtype.name}")
+    s = _matrices("qr", a)
     m, n = s[-2:]
     kq = m if complete else min(m, n)
     return s[:-2] + (m + kq, max(kq, n)), a.dtype
@@ -482,3 +484,85 @@ QR = defop("linalg_qr", infer=_infer_qr, impl=_qr_impl, save=("out",), kind="lin
                            ((_separated((2, 3, 3)),), {"complete": False}),
                            ((_separated((2, 4)),), {"complete": False}),
                            ((_separated((3, 4)),), {"complete": True})])
+
+
+# ----------------------------------------------------------------------------- pinv
+# A primitive (not a composition of svd) so that its gradient is PyTorch's pinv_backward, the
+# derivative at constant rank, defined at repeated singular values too (through the SVD it
+# would divide by their differences). Singular values (hermitian: eigenvalue magnitudes) at or
+# below max(atol, rtol * largest) count as zero; linalg.pinv resolves PyTorch's defaults into
+# the attrs. hermitian reads (A + A^T) / 2, as eigh does; the rules then see that matrix.
+def _finite_or_raise(a, name):
+    if not np.isfinite(a).all():
+        raise RuntimeError(f"linalg.{name}: The algorithm failed to converge because the input "
+                           "matrix contained non-finite values.")
+
+
+def _pinv_impl(a, atol, rtol, hermitian):
+    m, n = a.shape[-2:]
+    if min(m, n) == 0:
+        return np.zeros(a.shape[:-2] + (n, m), a.dtype)
+    if hermitian:
+        vals, left = np.linalg.eigh((a + np.swapaxes(a, -1, -2)) * 0.5)
+        right = left
+    else:
+        _finite_or_raise(a, "svd")
+        left, vals, vh = np.linalg.svd(a, full_matrices=False)
+        right = np.swapaxes(vh, -1, -2)
+    mag = np.abs(vals)
+    tol = np.maximum(atol, rtol * mag.max(axis=-1, keepdims=True))
+    with np.errstate(divide="ignore"):
+        inverse = np.where(mag > tol, 1 / np.where(mag > tol, vals, 1), 0)
+    return (right * inverse[..., None, :]) @ np.swapaxes(left, -1, -2)
+
+
+def _infer_pinv(a, atol, rtol, hermitian):
+    s = _square("pinv", a) if hermitian else _matrices("pinv", a)
+    return s[:-2] + (s[-1], s[-2]), a.dtype
+
+
+def _pinv_input(ctx):
+    a = ctx.input(0)
+    return _sym(a) if ctx.hermitian else a
+
+
+def _pinv_vjp(ctx, g):
+    # PyTorch's pinv_backward (written for the smaller of m x m, n x n products)
+    a, p = _pinv_input(ctx), ctx.out
+    m, n = a.shape[-2:]
+    ph, gh = _mT(p), _mT(g)
+    if m <= n:
+        k = MATMUL(gh, p)
+        kph = MATMUL(k, ph)
+        ga = (-_mT(MATMUL(p, k)) + kph - MATMUL(MATMUL(a, p), kph)
+              + MATMUL(MATMUL(ph, p), gh - MATMUL(k, a)))
+    else:
+        k = MATMUL(p, gh)
+        phk = MATMUL(ph, k)
+        ga = (-_mT(MATMUL(k, p)) + phk - MATMUL(MATMUL(phk, p), a)
+              + MATMUL(MATMUL(gh - MATMUL(a, k), p), ph))
+    return (_sym(ga) if ctx.hermitian else ga,)
+
+
+def _pinv_jvp(ctx, t):
+    # PyTorch's pinv_jvp
+    a, p = _pinv_input(ctx), ctx.out
+    t = _sym(t) if ctx.hermitian else t
+    m, n = a.shape[-2:]
+    th, ph = _mT(t), _mT(p)
+    if m <= n:
+        k = MATMUL(ph, th)
+        return (MATMUL(p, k - _mT(k) - MATMUL(k, MATMUL(a, p)))
+                + MATMUL(th - MATMUL(p, MATMUL(a, th)), MATMUL(ph, p)))
+    k = MATMUL(p, t)
+    kh = _mT(k)
+    return (MATMUL(kh - k - MATMUL(MATMUL(p, a), kh), p)
+            + MATMUL(MATMUL(p, ph), th - MATMUL(MATMUL(th, a), p)))
+
+
+PINV = defop("linalg_pinv", infer=_infer_pinv, impl=_pinv_impl, save=(0, "out"), kind="linalg",
+             vjp=_pinv_vjp, jvp=_pinv_jvp,
+             sample=lambda: [((_separated((3, 3)),), dict(atol=0.0, rtol=1e-12, hermitian=False)),
+                             ((_separated((2, 4, 3)),), dict(atol=0.0, rtol=1e-12, hermitian=False)),
+                             ((_separated((3, 5)),), dict(atol=0.0, rtol=1e-12, hermitian=False)),
+                             ((_separated((2, 3, 3)),), dict(atol=0.0, rtol=1e-12, hermitian=True))])

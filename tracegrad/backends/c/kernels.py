@@ -552,3 +552,25 @@ def linalg_qr(lw, n):
                                               (ov, n.out.shape[:-2], _prod(n.out.shape[-2:]))])
     body = [f"tg_qr_{ctype_of(x.dtype)}({rows}, {cols}, {kq}, {src}, {dst}, {work.name});"]
     _raw(lw, _block(_loops(loops, body)), [xv, ov, View(work.name, 0, (max(size, 1),), (1,))], "linalg_qr")
+
+
+def linalg_pinv(lw, n):
+    """Each matrix's pseudo-inverse from its one-sided Jacobi SVD (hermitian: its Jacobi
+    eigendecomposition), runtime.h.j2 tg_pinv (return 1 on non-finite input to the SVD: the
+    interpreter then raises)."""
+    x = n.inputs[0]
+    xv, ov = lw.contiguous(x), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    rows, cols = x.shape[-2:]
+    big = max(rows, cols)
+    size = rows * cols + (rows + 1 + cols) * big + 2 * big * big + big
+    work = lw._work("double", size, 8)
+    order = lw._work("int64_t", big, 8)
+    a = n.attrs
+    loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], rows * cols),
+                                              (ov, n.out.shape[:-2], rows * cols)])
+    body = [f"if (!tg_pinv_{ctype_of(x.dtype)}({rows}, {cols}, {src}, {dst}, {float(a['atol'])!r}, "
+            f"{float(a['rtol'])!r}, {int(bool(a['hermitian']))}, {work.name}, {order.name})) return 1;"]
+    views = [xv, ov, View(work.name, 0, (size,), (1,)), View(order.name, 0, (big,), (1,))]
+    _raw(lw, _block(_loops(loops, body)), views, "linalg_pinv")
