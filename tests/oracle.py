@@ -127,13 +127,13 @@ def _fold(cols, output_size, kernel, stride, padding, dilation):
 
 def _sign_fixed(vecs):
     """``vecs`` with each column flipped as tracegrad fixes eigen/singular vector signs (its first
-    component within ``SIGN_TIE`` of the largest magnitude positive; ops/linalg.py), where
+    component within ``SIGN_TIE`` of the largest magnitude positive; ops/decompositions.py), where
     PyTorch keeps LAPACK's: the flip is locally constant, so values and gradients compare."""
     return vecs * _flips(vecs)
 
 
 def _flips(vecs):
-    from tracegrad.ops.linalg import SIGN_TIE
+    from tracegrad.ops.decompositions import SIGN_TIE
 
     mag = vecs.abs()
     near = (mag >= mag.amax(-2, keepdim=True) * (1 - SIGN_TIE)).to(torch.int8)

@@ -20,7 +20,7 @@ from collections import namedtuple
 from . import functional as F
 from .composites import cross, norm as _vector_norm
 from .layout import select as _select
-from .ops import linalg as L
+from .ops import decompositions as D, linalg as L
 from .tensor import Tensor
 
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "solve_triangular", "vector_norm",
@@ -101,7 +101,7 @@ def eigh(A, UPLO="L"):
             [-0.7071,  0.7071]])
     """
     _check_uplo("eigh", UPLO)
-    packed = L.EIGH(A)
+    packed = D.EIGH(A)
     n = packed.shape[-1]
     return eigh_result(_select(packed, -2, 0), F.narrow(packed, -2, 1, n))
 
@@ -114,7 +114,7 @@ def eigvalsh(A, UPLO="L"):
     tensor([1., 3.])
     """
     _check_uplo("eigvalsh", UPLO)
-    return _select(L.EIGH(A), -2, 0)
+    return _select(D.EIGH(A), -2, 0)
 
 
 def svd(A, full_matrices=True, *, driver=None):
@@ -137,7 +137,7 @@ def svd(A, full_matrices=True, *, driver=None):
             [ 0., -2.]])
     """
     m, n = A.shape[-2:] if A.ndim >= 2 else (None, None)
-    packed = L.SVD(A)
+    packed = D.SVD(A)
     k = min(m, n)
     u = F.narrow(packed, -2, 0, m)
     vh = F.transpose(F.narrow(packed, -2, m + 1, n), -2, -1)
@@ -153,7 +153,7 @@ def _complement(q):
     """An orthonormal basis (m x (m - k), a constant: no gradient) of the space orthogonal to the
     orthonormal columns of ``q`` (m x k): the last columns of its complete QR's Q."""
     m, k = q.shape[-2:]
-    full = L.QR(q.detach(), complete=True)
+    full = D.QR(q.detach(), complete=True)
     return F.narrow(F.narrow(full, -2, 0, m), -1, k, m - k)
 
 
@@ -178,7 +178,7 @@ def qr(A, mode="reduced"):
                            "(default), 'r', or 'complete'")
     m, n = A.shape[-2:] if A.ndim >= 2 else (0, 0)
     complete = mode == "complete"
-    packed = L.QR(A, complete=complete)
+    packed = D.QR(A, complete=complete)
     kq = m if complete else min(m, n)
     r = F.narrow(F.narrow(packed, -2, m, kq), -1, 0, n)
     if mode == "r":
@@ -195,7 +195,7 @@ def svdvals(A, *, driver=None):
     >>> tg.linalg.svdvals(tg.tensor([[0.0, 2.0, 0.0], [1.0, 0.0, 0.0]]))
     tensor([2., 1.])
     """
-    return _select(L.SVD(A), -2, A.shape[-2])
+    return _select(D.SVD(A), -2, A.shape[-2])
 
 
 def _tolerance(A, s_max, atol, rtol):
@@ -207,7 +207,9 @@ def _tolerance(A, s_max, atol, rtol):
         rtol = 0.0 if positive_atol else _default_rtol(A)
     column = lambda t: F.unsqueeze(t, -1) if isinstance(t, Tensor) else t  # noqa: E731
     tol = s_max * column(rtol)
-    return tol if atol is None else F.maximum(tol, column(F.to_tensor(atol, A.dtype) if isinstance(atol, (int, float)) else atol))
+    if atol is None:
+        return tol
+    return F.maximum(tol, column(atol) if isinstance(atol, Tensor) else F.to_tensor(atol, A.dtype))
 
 
 def _default_rtol(A):
@@ -242,10 +244,10 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
     rtol = rcond if rtol is None else rtol
     if not any(isinstance(t, Tensor) for t in (atol, rtol)):
         if A.ndim < 2 or not A.dtype.is_floating_point:
-            L.PINV.infer(A, atol=0.0, rtol=0.0, hermitian=hermitian)  # (raises the error)
+            D.PINV.infer(A, atol=0.0, rtol=0.0, hermitian=hermitian)  # (raises the error)
         if rtol is None:
             rtol = 0.0 if atol is not None and atol > 0 else _default_rtol(A)
-        return L.PINV(A, atol=float(atol or 0.0), rtol=float(rtol), hermitian=bool(hermitian))
+        return D.PINV(A, atol=float(atol or 0.0), rtol=float(rtol), hermitian=bool(hermitian))
     if hermitian:
         w, v = eigh(A)
         values, left, right = w, v, v

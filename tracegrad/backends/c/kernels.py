@@ -499,9 +499,9 @@ def linalg_cholesky(lw, n):
 
 
 def linalg_eigh(lw, n):
-    """Each matrix's packed eigendecomposition (ops/linalg.py: eigenvalues, then eigenvectors)
-    of its symmetric part by cyclic Jacobi in double (runtime.h.j2 tg_eigh; return 1 when it
-    does not converge or meets NaN: the interpreter then runs)."""
+    """Each matrix's packed eigendecomposition (ops/decompositions.py: eigenvalues, then
+    eigenvectors) of its symmetric part by cyclic Jacobi in double (runtime.h.j2 tg_eigh; NaN
+    gives NaN, as LAPACK; return 1 if it does not converge: the interpreter then runs)."""
     x = n.inputs[0]
     xv, ov = lw.contiguous(x), lw.output_view(n.out)
     if _prod(n.out.shape) == 0:
@@ -517,8 +517,8 @@ def linalg_eigh(lw, n):
 
 
 def linalg_svd(lw, n):
-    """Each matrix's packed reduced SVD (ops/linalg.py: U, S, V) by one-sided Jacobi in double
-    (runtime.h.j2 tg_svd; return 1 on NaN or inf, as if it did not converge: the interpreter
+    """Each matrix's packed reduced SVD (ops/decompositions.py: U, S, V) by one-sided Jacobi
+    in double (runtime.h.j2 tg_svd; return 1 on NaN or inf, as if it did not converge: the interpreter
     then raises)."""
     x = n.inputs[0]
     xv, ov = lw.contiguous(x), lw.output_view(n.out)
@@ -537,8 +537,8 @@ def linalg_svd(lw, n):
 
 
 def linalg_qr(lw, n):
-    """Each matrix's packed QR (ops/linalg.py: Q, then R) by Householder reflections in double
-    with LAPACK's sign conventions (runtime.h.j2 tg_qr)."""
+    """Each matrix's packed QR (ops/decompositions.py: Q, then R) by Householder reflections
+    in double with LAPACK's sign conventions (runtime.h.j2 tg_qr)."""
     x = n.inputs[0]
     xv, ov = lw.contiguous(x), lw.output_view(n.out)
     if _prod(n.out.shape) == 0:
