@@ -309,3 +309,18 @@ def test_orthogonal_init():
     assert tg.nn.init.orthogonal_(tg.empty(0, 3)).shape == (0, 3)
     with pytest.raises(ValueError, match="2 or more dimensions"):
         tg.nn.init.orthogonal_(tg.empty(3))
+
+
+def test_compiled_svd_of_rank_deficient_matrices_keeps_orthonormal_factors():
+    """A zero singular value leaves a zero column in the Jacobi iterate; the kernel completes it
+    with a unit vector orthogonal to the others (LAPACK's choice may differ), so U and Vh stay
+    orthonormal and U S Vh is the matrix (a polar factor U Vh stays orthogonal)."""
+    compiled = tg.compile(lambda a: tuple(tg.linalg.svd(a, full_matrices=False)), backend="c")
+    for x in (np.zeros((3, 3)), np.outer([1.0, 2.0, 3.0], [1.0, 0.0, 1.0]), np.diag([1.0, 0.0, 2.0]),
+              np.zeros((2, 4)), np.outer([1.0, 2.0, 0.0, 1.0], [3.0, 1.0])):
+        u, s, vh = (t.numpy() for t in compiled(tg.tensor(x)))
+        k = s.shape[-1]
+        np.testing.assert_allclose(u.T @ u, np.eye(k), atol=1e-12)
+        np.testing.assert_allclose(vh @ vh.T, np.eye(k), atol=1e-12)
+        np.testing.assert_allclose((u * s) @ vh, x, atol=1e-12)
+        np.testing.assert_allclose(s, tg.linalg.svdvals(tg.tensor(x)).numpy(), atol=1e-12)

@@ -125,8 +125,10 @@ def svd(A, full_matrices=True, *, driver=None):
     (first largest component positive), ``Vh``'s rows with them; PyTorch keeps LAPACK's, which
     may differ (``U S Vh``, ``|U|`` and projections agree). Gradients, PyTorch's, divide by
     differences of singular values (undefined where two are equal) and by the singular values
-    when m != n; those of the completing columns are ignored (as PyTorch's). ``driver`` (a
-    CUDA option in PyTorch) is accepted and unused.
+    when m != n; those of the completing columns are ignored (as PyTorch's). At a zero
+    singular value the vectors are any completing ones: compiled programs (one-sided Jacobi)
+    and LAPACK may choose differently there. ``driver`` (a CUDA option in PyTorch) is accepted
+    and unused.
 
     >>> import tracegrad as tg
     >>> U, S, Vh = tg.linalg.svd(tg.tensor([[3.0, 0.0], [0.0, -2.0]]))
