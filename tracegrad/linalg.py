@@ -90,7 +90,9 @@ def eigh(A, UPLO="L"):
     direction. Each eigenvector's sign is fixed: its first component of largest magnitude is
     positive (PyTorch keeps LAPACK's signs, which may differ; ``V diag(f(L)) V^T``, ``|V|`` and
     projections agree). Gradients through the eigenvectors divide by differences of eigenvalues:
-    they are undefined for repeated ones (as in PyTorch).
+    they are undefined for repeated ones (as in PyTorch), whose eigenvectors are any orthonormal
+    basis of their eigenspace (compiled programs, by Jacobi rotations, and LAPACK may choose
+    differently there).
 
     >>> import tracegrad as tg
     >>> L, V = tg.linalg.eigh(tg.tensor([[2.0, 1.0], [1.0, 2.0]]))
