@@ -41,6 +41,13 @@ def _svd_full_case(L, x):
     return (u[..., :, :k] * L.exp(s / 4).unsqueeze(-2)) @ vh[..., :k, :]
 
 
+def _legacy_svd_case(L, x, some=True):
+    """``tg.svd`` / ``torch.svd`` (V, not Vh): ``U[:, :k] f(S) V^T`` and ``|V|`` (k x k)."""
+    u, s, v = x.svd(some=some)
+    k = s.shape[-1]
+    return (u[..., :, :k] * L.exp(s / 4).unsqueeze(-2)) @ v.mT[..., :k, :] + v.abs().sum(-2, keepdim=True)
+
+
 CASES = {
     "inv": (lambda L, a, b: L.linalg.inv(a), [A, B]),
     "det": (lambda L, a, b: L.linalg.det(a * 0.5), [A, B]),
@@ -86,6 +93,9 @@ CASES = {
                       + L.linalg.pinv(a[0] - a[0] + L.eye(4, dtype=a.dtype), hermitian=True)[:3, :3], [A, B]),
     "svd-full-tall": (lambda L, a, b: _svd_full_case(L, b), [A, B]),
     "svd-full-wide": (lambda L, a, b: _svd_full_case(L, b.mT), [A, B]),
+    "svd-legacy": (lambda L, a, b: _legacy_svd_case(L, b) + _legacy_svd_case(L, b, some=False)
+                   + L.svd(b, compute_uv=False).S.unsqueeze(-2)
+                   + L.svd(b, compute_uv=False).U.sum((-2, -1), keepdim=True)[..., :1], [A, B]),
     # Q and R are LAPACK's in both libraries: compared as they are
     "qr-tall": (lambda L, a, b: L.cat(list(L.linalg.qr(b)), -2), [A, B]),
     "qr-wide": (lambda L, a, b: L.cat(list(L.linalg.qr(b.mT)), -1), [A, B]),

@@ -153,6 +153,30 @@ def svd(A, full_matrices=True, *, driver=None):
     return svd_result(u, _select(packed, -2, m), vh)
 
 
+legacy_svd_result = namedtuple("svd", ["U", "S", "V"])
+
+
+def legacy_svd(input, some=True, compute_uv=True):
+    """``tg.svd`` / ``Tensor.svd`` (PyTorch's older API): ``(U, S, V)`` with ``V = Vh^T``,
+    reduced unless ``some=False``; ``compute_uv=False`` gives zero ``U`` (m x m) and ``V``
+    (n x n), as PyTorch's.
+
+    >>> import tracegrad as tg
+    >>> tg.svd(tg.tensor([[0.0, 2.0], [1.0, 0.0]])).V
+    tensor([[0., 1.],
+            [1., 0.]])
+    """
+    if not compute_uv:
+        from .creation import zeros
+
+        m, n = input.shape[-2:]
+        batch = tuple(input.shape[:-2])
+        return legacy_svd_result(zeros(*batch, m, m, dtype=input.dtype), svdvals(input),
+                                 zeros(*batch, n, n, dtype=input.dtype))
+    u, s, vh = svd(input, full_matrices=not some)
+    return legacy_svd_result(u, s, F.transpose(vh, -2, -1))
+
+
 def _complement(q):
     """An orthonormal basis (m x (m - k), a constant: no gradient) of the space orthogonal to the
     orthonormal columns of ``q`` (m x k): the last columns of its complete QR's Q."""
