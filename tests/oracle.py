@@ -132,6 +132,40 @@ def _fold(cols, output_size, kernel, stride, padding, dilation):
     return TF.fold(cols, output_size, kernel, dilation=dilation, padding=(pt, pl), stride=stride)
 
 
+def _sign_fixed(vecs):
+    """``vecs`` with each column flipped as tracegrad fixes eigen/singular vector signs (its first
+    component within ``SIGN_TIE`` of the largest magnitude positive; ops/decompositions.py), where
+    PyTorch keeps LAPACK's: the flip is locally constant, so values and gradients compare."""
+    return vecs * _flips(vecs)
+
+
+def _flips(vecs):
+    from tracegrad.ops.decompositions import SIGN_TIE
+
+    mag = vecs.abs()
+    near = (mag >= mag.amax(-2, keepdim=True) * (1 - SIGN_TIE)).to(torch.int8)
+    lead = torch.gather(vecs, -2, near.argmax(-2, keepdim=True))
+    return torch.where(lead < 0, -1.0, 1.0).to(vecs.dtype)
+
+
+def _svd_packed(a):
+    u, s, vh = torch.linalg.svd(a, full_matrices=False)
+    flip = _flips(u)
+    return torch.cat([u * flip, s.unsqueeze(-2), vh.mT * flip], -2)
+
+
+def _eigh_packed(a):
+    vals, vecs = torch.linalg.eigh((a + a.mT) / 2)
+    return torch.cat([vals.unsqueeze(-2), _sign_fixed(vecs)], -2)
+
+
+def _qr_packed(a, complete):
+    q, r = torch.linalg.qr(a, mode="complete" if complete else "reduced")
+    width = max(q.shape[-1], r.shape[-1])
+    pad = lambda x: TF.pad(x, (0, width - x.shape[-1]))  # noqa: E731
+    return torch.cat([pad(q), pad(r)], -2)
+
+
 def _twins():
     t = torch
     twins = {name: getattr(t, name) for name in (
@@ -161,6 +195,12 @@ def _twins():
         "linalg_solve": t.linalg.solve,
         # (tracegrad reads the symmetric part; PyTorch the lower triangle: equal on symmetric input)
         "linalg_cholesky": lambda a: t.linalg.cholesky((a + a.mT) / 2),
+        "linalg_eigh": _eigh_packed,  # (the packed (n + 1, n) layout: eigenvalues, then vectors)
+        "linalg_svd": _svd_packed,  # (packed (m + 1 + n, k): U, S, V)
+        "linalg_qr": _qr_packed,  # (packed (m + kq, max(kq, n)): Q, then R)
+        # (hermitian: tracegrad reads the symmetric part, as eigh)
+        "linalg_pinv": lambda a, atol, rtol, hermitian: t.linalg.pinv(
+            (a + a.mT) / 2 if hermitian else a, atol=atol, rtol=rtol, hermitian=hermitian),
         "argmin": lambda x, dim, keepdim: t.argmin(x, dim, keepdim=keepdim),
         "reshape": lambda x, shape: x.reshape(shape),
         "permute": lambda x, dims: x.permute(dims),

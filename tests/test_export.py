@@ -560,3 +560,24 @@ def test_exported_linear_solve_and_its_gradient(tmp_path):
     run_driver(exe, tmp_path, ep.example_inputs(), "run")
     assert_close(read_outputs(ep, tmp_path), [r.detach().numpy() for r in solve_and_grad(*args)],
                  rtol=1e-10, atol=1e-10)
+
+
+def test_exported_decompositions_and_their_gradients(tmp_path):
+    """eigh, svd and qr (Jacobi and Householder kernels in every library's runtime) and their
+    gradients run in the exported C library as eagerly."""
+    rng = np.random.default_rng(3)
+    A = tg.tensor(rng.standard_normal((4, 3)), requires_grad=True)
+
+    def decompose_and_grad(s):
+        w, v = tg.linalg.eigh(s + s.T)
+        u, sv, vh = tg.linalg.svd(A, full_matrices=False)
+        q, r = tg.linalg.qr(A)
+        loss = (v * w.exp()).sum() + (u.abs() * sv).sum() + vh.abs().sum() + (q * r.sum()).sum()
+        return w, v, u, sv, vh, q, r, tg.autograd.grad(loss, A)[0]
+
+    args = (tg.tensor(rng.standard_normal((3, 3))),)
+    ep = tg.export(decompose_and_grad, *args)
+    exe = build(ep, tmp_path)
+    run_driver(exe, tmp_path, ep.example_inputs(), "run")
+    assert_close(read_outputs(ep, tmp_path), [r.detach().numpy() for r in decompose_and_grad(*args)],
+                 rtol=1e-10, atol=1e-10)

@@ -1,9 +1,10 @@
 """``tg.linalg`` (PyTorch's ``torch.linalg``): ``inv``, ``det``, ``slogdet``, ``solve``,
-``cholesky``, ``solve_triangular``, ``vector_norm``, ``matrix_norm``, ``norm``,
-``matrix_power``, ``cross``; and ``cholesky_solve``, ``cholesky_inverse`` (``tg.`` level, as
-in PyTorch). ``inv``, ``det``, ``solve`` and ``cholesky`` are primitives (NumPy's LAPACK
-eagerly, batched; C kernels when compiled) with their own derivative rules; the rest are
-compositions.
+``cholesky``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``qr``, ``pinv``,
+``matrix_rank``, ``cond``, ``solve_triangular``, ``vector_norm``, ``matrix_norm``, ``norm``,
+``matrix_power``, ``cross``; and ``cholesky_solve``, ``cholesky_inverse``, ``pinverse``
+(``tg.`` level, as in PyTorch). ``inv``, ``det``, ``solve``, ``cholesky``, ``eigh``,
+``svd``, ``qr`` and ``pinv`` are primitives (NumPy's LAPACK eagerly, batched; C kernels when
+compiled) with their own derivative rules; the rest are compositions.
 
 >>> import tracegrad as tg
 >>> A = tg.tensor([[2.0, 1.0], [1.0, 3.0]])
@@ -18,12 +19,18 @@ from collections import namedtuple
 
 from . import functional as F
 from .composites import cross, norm as _vector_norm
-from .ops import linalg as L
+from .layout import select as _select
+from .ops import decompositions as D, linalg as L
+from .tensor import Tensor
 
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "solve_triangular", "vector_norm",
-           "matrix_norm", "norm", "matrix_power", "cross"]
+           "matrix_norm", "norm", "matrix_power", "cross", "eigh", "eigvalsh", "svd", "svdvals",
+           "cond", "pinv", "matrix_rank", "qr"]
 
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
+eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+svd_result = namedtuple("linalg_svd", ["U", "S", "Vh"])
+qr_result = namedtuple("linalg_qr", ["Q", "R"])
 _INF = float("inf")
 
 
@@ -68,6 +75,253 @@ def cholesky(A, *, upper=False):
     """
     lower = L.CHOLESKY(A)
     return F.transpose(lower, -2, -1) if upper else lower
+
+
+def _check_uplo(name, UPLO):
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"linalg.{name}: Expected UPLO argument to be 'L' or 'U', but got {UPLO!r}")
+
+
+def eigh(A, UPLO="L"):
+    """Eigenvalues (ascending) and orthonormal eigenvectors (the columns) of each symmetric
+    matrix: ``A = V diag(L) V^T``. ``A`` is read as ``(A + A^T) / 2``; PyTorch reads the
+    triangle ``UPLO`` names, the same on symmetric input (``UPLO`` is checked, then has no
+    effect), and the gradient, PyTorch's symmetric one, is then the derivative in every
+    direction. Each eigenvector's sign is fixed: its first component of largest magnitude is
+    positive (PyTorch keeps LAPACK's signs, which may differ; ``V diag(f(L)) V^T``, ``|V|`` and
+    projections agree). Gradients through the eigenvectors divide by differences of eigenvalues:
+    they are undefined for repeated ones (as in PyTorch), whose eigenvectors are any orthonormal
+    basis of their eigenspace (compiled programs, by Jacobi rotations, and LAPACK may choose
+    differently there).
+
+    >>> import tracegrad as tg
+    >>> L, V = tg.linalg.eigh(tg.tensor([[2.0, 1.0], [1.0, 2.0]]))
+    >>> L
+    tensor([1., 3.])
+    >>> V
+    tensor([[ 0.7071,  0.7071],
+            [-0.7071,  0.7071]])
+    """
+    _check_uplo("eigh", UPLO)
+    packed = D.EIGH(A)
+    n = packed.shape[-1]
+    return eigh_result(_select(packed, -2, 0), F.narrow(packed, -2, 1, n))
+
+
+def eigvalsh(A, UPLO="L"):
+    """The eigenvalues (ascending) of each symmetric matrix (``eigh``'s reading of ``A``).
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.eigvalsh(tg.tensor([[2.0, 1.0], [1.0, 2.0]]))
+    tensor([1., 3.])
+    """
+    _check_uplo("eigvalsh", UPLO)
+    return _select(D.EIGH(A), -2, 0)
+
+
+def svd(A, full_matrices=True, *, driver=None):
+    """``A = U diag(S) Vh`` for each matrix (m x n, k = min(m, n)): singular values ``S``
+    descending, ``U`` (m x k) and ``Vh`` (k x n) with orthonormal columns / rows; with
+    ``full_matrices`` (the default, as PyTorch's) ``U`` is m x m and ``Vh`` n x n, completed by
+    an orthonormal basis of the rest. Signs: ``U``'s columns are fixed as ``eigh``'s vectors
+    (first largest component positive), ``Vh``'s rows with them; PyTorch keeps LAPACK's, which
+    may differ (``U S Vh``, ``|U|`` and projections agree). Gradients, PyTorch's, divide by
+    differences of singular values (undefined where two are equal) and by the singular values
+    when m != n; those of the completing columns are ignored (as PyTorch's). At a zero
+    singular value the vectors are any completing ones: compiled programs (one-sided Jacobi)
+    and LAPACK may choose differently there. ``driver`` (a CUDA option in PyTorch) is accepted
+    and unused.
+
+    >>> import tracegrad as tg
+    >>> U, S, Vh = tg.linalg.svd(tg.tensor([[3.0, 0.0], [0.0, -2.0]]))
+    >>> S
+    tensor([3., 2.])
+    >>> U @ tg.diag(S) @ Vh
+    tensor([[ 3.,  0.],
+            [ 0., -2.]])
+    """
+    m, n = A.shape[-2:] if A.ndim >= 2 else (None, None)
+    packed = D.SVD(A)
+    k = min(m, n)
+    u = F.narrow(packed, -2, 0, m)
+    vh = F.transpose(F.narrow(packed, -2, m + 1, n), -2, -1)
+    if full_matrices and m != n:
+        if m > k:
+            u = F.cat([u, _complement(u)], -1)
+        else:
+            vh = F.cat([vh, F.transpose(_complement(F.transpose(vh, -2, -1)), -2, -1)], -2)
+    return svd_result(u, _select(packed, -2, m), vh)
+
+
+legacy_svd_result = namedtuple("svd", ["U", "S", "V"])
+
+
+def legacy_svd(input, some=True, compute_uv=True):
+    """``tg.svd`` / ``Tensor.svd`` (PyTorch's older API): ``(U, S, V)`` with ``V = Vh^T``,
+    reduced unless ``some=False``; ``compute_uv=False`` gives zero ``U`` (m x m) and ``V``
+    (n x n), as PyTorch's.
+
+    >>> import tracegrad as tg
+    >>> tg.svd(tg.tensor([[0.0, 2.0], [1.0, 0.0]])).V
+    tensor([[0., 1.],
+            [1., 0.]])
+    """
+    if not compute_uv:
+        from .creation import zeros
+
+        m, n = input.shape[-2:]
+        batch = tuple(input.shape[:-2])
+        return legacy_svd_result(zeros(*batch, m, m, dtype=input.dtype), svdvals(input),
+                                 zeros(*batch, n, n, dtype=input.dtype))
+    u, s, vh = svd(input, full_matrices=not some)
+    return legacy_svd_result(u, s, F.transpose(vh, -2, -1))
+
+
+def _complement(q):
+    """An orthonormal basis (m x (m - k), a constant: no gradient) of the space orthogonal to the
+    orthonormal columns of ``q`` (m x k): the last columns of its complete QR's Q."""
+    m, k = q.shape[-2:]
+    full = D.QR(q.detach(), complete=True)
+    return F.narrow(F.narrow(full, -2, 0, m), -1, k, m - k)
+
+
+def qr(A, mode="reduced"):
+    """``A = Q R`` for each matrix (m x n, k = min(m, n)): ``Q`` with orthonormal columns (m x k;
+    m x m with ``mode="complete"``) and ``R`` upper triangular (k x n; m x n). Householder
+    reflections with LAPACK's signs, so both equal PyTorch's as they are. ``mode="r"`` returns an
+    empty ``Q``. Differentiable (PyTorch's rule) except ``mode="complete"`` with m > n, where it
+    raises, as PyTorch's; ``mode="r"`` is differentiable too (PyTorch's raises).
+
+    >>> import tracegrad as tg
+    >>> Q, R = tg.linalg.qr(tg.tensor([[3.0, 1.0], [4.0, 2.0]]))
+    >>> R
+    tensor([[-5.0000, -2.2000],
+            [ 0.0000,  0.4000]])
+    >>> Q @ R
+    tensor([[3.0000, 1.0000],
+            [4.0000, 2.0000]])
+    """
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' "
+                           "(default), 'r', or 'complete'")
+    m, n = A.shape[-2:] if A.ndim >= 2 else (0, 0)
+    complete = mode == "complete"
+    packed = D.QR(A, complete=complete)
+    kq = m if complete else min(m, n)
+    r = F.narrow(F.narrow(packed, -2, m, kq), -1, 0, n)
+    if mode == "r":
+        from .creation import empty
+
+        return qr_result(empty(0, dtype=A.dtype), r)
+    return qr_result(F.narrow(F.narrow(packed, -2, 0, m), -1, 0, kq), r)
+
+
+def svdvals(A, *, driver=None):
+    """The singular values of each matrix, descending (``svd``'s ``S``).
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.svdvals(tg.tensor([[0.0, 2.0, 0.0], [1.0, 0.0, 0.0]]))
+    tensor([2., 1.])
+    """
+    return _select(D.SVD(A), -2, A.shape[-2])
+
+
+def _tolerance(A, s_max, atol, rtol):
+    """PyTorch's cut-off for pinv and matrix_rank, as a (..., 1) column: max(atol, rtol * s_max)
+    (``s_max`` a column; tensor tolerances have the batch shape), rtol defaulting to eps *
+    max(m, n) when atol is not given (or not positive), else to 0."""
+    if rtol is None:
+        positive_atol = atol is not None and (not isinstance(atol, (int, float)) or atol > 0)
+        rtol = 0.0 if positive_atol else _default_rtol(A)
+    column = lambda t: F.unsqueeze(t, -1) if isinstance(t, Tensor) else t  # noqa: E731
+    tol = s_max * column(rtol)
+    if atol is None:
+        return tol
+    return F.maximum(tol, column(atol) if isinstance(atol, Tensor) else F.to_tensor(atol, A.dtype))
+
+
+def _default_rtol(A):
+    import numpy as np
+
+    return float(np.finfo(A.dtype.np).eps) * max(A.shape[-2:])
+
+
+def _spectrum(A, hermitian):
+    """(values whose magnitudes are compared with the cut-off, largest magnitude)."""
+    if hermitian:
+        w = eigvalsh(A)
+        return w, F.amax(F.abs(w), -1, keepdim=True)
+    s = svdvals(A)
+    return s, F.narrow(s, -1, 0, 1)
+
+
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
+    """The Moore-Penrose pseudo-inverse of each matrix, from its SVD (``hermitian``: its
+    ``eigh``, reading ``(A + A^T) / 2`` as ``eigh`` does), singular values at most ``max(atol,
+    rtol * largest)`` counting as zero (PyTorch's defaults; ``rcond`` is PyTorch's older name
+    for ``rtol``). A primitive with PyTorch's gradient (the derivative at constant rank; the
+    symmetric part of it with ``hermitian``), defined at repeated singular values too. With
+    tensor ``atol``/``rtol`` it is composed of ``svd``/``eigh`` instead, whose gradient needs
+    distinct singular values.
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.pinv(tg.tensor([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]))
+    tensor([[1.0000, 0.0000, 0.0000],
+            [0.0000, 0.5000, 0.0000]])
+    """
+    rtol = rcond if rtol is None else rtol
+    if not any(isinstance(t, Tensor) for t in (atol, rtol)):
+        if A.ndim < 2 or not A.dtype.is_floating_point:
+            D.PINV.infer(A, atol=0.0, rtol=0.0, hermitian=hermitian)  # (raises the error)
+        if rtol is None:
+            rtol = 0.0 if atol is not None and atol > 0 else _default_rtol(A)
+        return D.PINV(A, atol=float(atol or 0.0), rtol=float(rtol), hermitian=bool(hermitian))
+    if hermitian:
+        w, v = eigh(A)
+        values, left, right = w, v, v
+    else:
+        left, values, vh = svd(A, full_matrices=False)
+        right = F.transpose(vh, -2, -1)
+    _, largest = _spectrum(A, hermitian)
+    keep = F.gt(F.abs(values), _tolerance(A, largest, atol, rtol))
+    inverse = F.where(keep, 1 / F.where(keep, values, 1.0), 0.0)  # (no 1/0 in either branch)
+    return F.matmul(right * F.unsqueeze(inverse, -2), F.transpose(left, -2, -1))
+
+
+def pinverse(input, rcond=1e-15):
+    """``tg.pinverse`` (PyTorch's older name): ``linalg.pinv`` with ``rtol=rcond``."""
+    return pinv(input, atol=0.0, rtol=rcond)
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
+    """The number of singular values (``hermitian``: eigenvalue magnitudes) above
+    ``max(atol, rtol * largest)`` (PyTorch's defaults; ``tol`` is PyTorch's older name for
+    ``atol``), as int64.
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.matrix_rank(tg.tensor([[1.0, 2.0], [2.0, 4.0]]))
+    tensor(1)
+    """
+    atol = tol if atol is None else atol
+    values, largest = _spectrum(A, hermitian)
+    keep = F.gt(F.abs(values), _tolerance(A, largest, atol, rtol))
+    return F.sum(keep, -1)
+
+
+def cond(A, p=None):
+    """The condition number of each matrix: largest / smallest singular value for ``p`` None or
+    2 (any shape; -2: the inverse ratio), else ``matrix_norm(A, p) * matrix_norm(inv(A), p)``
+    (square, invertible: a singular matrix raises, where PyTorch returns inf).
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.cond(tg.tensor([[4.0, 0.0], [0.0, 0.5]]))
+    tensor(8.)
+    """
+    if p in (None, 2, -2):
+        s = svdvals(A)
+        big, small = _select(s, -1, 0), _select(s, -1, s.shape[-1] - 1)
+        return big / small if p != -2 else small / big
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
@@ -121,15 +375,32 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    """Frobenius (``"fro"``) or the induced 1 / inf norms (max absolute column / row sum; -1 /
-    -inf: the minimum) of the matrices over ``dim``."""
+    """Frobenius (``"fro"``), nuclear (``"nuc"``: the sum of the singular values), spectral (2:
+    the largest singular value; -2: the smallest) or the induced 1 / inf norms (max absolute
+    column / row sum; -1 / -inf: the minimum) of the matrices over ``dim``.
+
+    >>> import tracegrad as tg
+    >>> A = tg.tensor([[3.0, 0.0], [0.0, -4.0]])
+    >>> tg.linalg.matrix_norm(A, 2), tg.linalg.matrix_norm(A, "nuc")
+    (tensor(4.), tensor(7.))
+    """
     A = F.cast(A, dtype) if dtype is not None else A
     if ord == "fro":
         return _vector_norm(A, 2, list(dim), keepdim)
-    if ord not in (1, -1, _INF, -_INF):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} is not supported (the spectral and "
-                                  "nuclear norms need an SVD); 'fro', 1, -1, inf and -inf are")
+    if ord not in (1, -1, _INF, -_INF, 2, -2, "nuc"):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord!r} not supported; expected 'fro', "
+                           "'nuc', 2, -2, 1, -1, inf or -inf")
     rows, cols = (d % A.ndim for d in dim)
+    if rows == cols:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({rows}, {cols})")
+    if ord in (2, -2, "nuc"):
+        from .composites import movedim
+
+        s = svdvals(movedim(A, (rows, cols), (-2, -1)))
+        out = F.sum(s, -1) if ord == "nuc" else _select(s, -1, 0 if ord == 2 else s.shape[-1] - 1)
+        for d in sorted((rows, cols)) if keepdim else ():
+            out = F.unsqueeze(out, d)
+        return out
     along, across = (rows, cols) if ord in (1, -1) else (cols, rows)  # sum along, extremum across
     sums = F.sum(F.abs(A), along, keepdim=True)
     pick = F.amax if ord in (1, _INF) else F.amin

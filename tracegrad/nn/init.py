@@ -115,6 +115,32 @@ def eye_(tensor):
     return _fill(tensor, np.eye(*tensor.shape))
 
 
+def orthogonal_(tensor, gain=1, generator=None):
+    """Fill with a (semi-)orthogonal matrix times ``gain`` (PyTorch's algorithm): the QR
+    factorization of a standard normal matrix (rows = dim 0, the other dims flattened; its
+    transpose when wider than tall), Q's columns multiplied by the signs of R's diagonal (so
+    that Q is uniformly distributed). Empty tensors are left as they are.
+
+    >>> import tracegrad as tg
+    >>> _ = tg.manual_seed(0)
+    >>> w = tg.nn.init.orthogonal_(tg.empty(3, 5))
+    >>> tg.allclose(w @ w.T, tg.eye(3), atol=1e-6)
+    True
+    """
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = _rng(generator).normal(0.0, 1.0, (rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    return _fill(tensor, (q.T if rows < cols else q) * gain)
+
+
 def xavier_uniform_(tensor, gain=1.0, generator=None):
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     bound = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))

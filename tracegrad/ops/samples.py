@@ -17,6 +17,10 @@ domain              values                                                      
 ``"above_one"``     uniform in [1.25, 3] (acosh's domain)                         float
 ``"well_conditioned"`` square matrices: 2 I + uniform in [-0.5, 0.5] (inverses,    float
                     determinants and solves far from singular)
+``"separated"``     matrices with singular values at least 0.6 apart and 0.7 or   float
+                    more; square ones symmetric, their eigenvalues (of both signs)
+                    as far apart (eigh, svd and qr: their gradients divide by
+                    differences of these values)
 ``"bool"``          random True/False                                            bool
 ``"index"``         ``("index", shape, high)``: integers in [0, high)            int64
 ``"unique_index"``  ``("unique_index", shape, high)``: distinct integers in       int64
@@ -37,7 +41,8 @@ import zlib
 import numpy as np
 
 DEFAULT_SHAPE = (3, 4)
-FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "above_one", "well_conditioned", "with_zeros")
+FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "above_one", "well_conditioned", "with_zeros",
+                 "separated")
 INT_DOMAINS = ("index", "unique_index", "seed")
 DOMAINS = FLOAT_DOMAINS + ("bool",) + INT_DOMAINS
 
@@ -83,6 +88,8 @@ def materialize(spec, dtype=np.float64, seed=0):
         return rng.uniform(1.25, 3, shape).astype(dtype)
     if domain == "well_conditioned":
         return (rng.uniform(-0.5, 0.5, shape) + 2 * np.eye(shape[-1])).astype(dtype)
+    if domain == "separated":
+        return _separated(rng, shape).astype(dtype)
     if domain == "bool":
         return rng.random(shape) > 0.5
     if domain == "index":
@@ -93,6 +100,22 @@ def materialize(spec, dtype=np.float64, seed=0):
             raise ValueError(f"bad sample spec {spec!r}: {n} distinct values in [0, {params[0]})")
         return rng.permutation(params[0])[:n].reshape(shape).astype(np.int64)
     return np.array(rng.integers(0, 2**31), dtype=np.int64)  # seed
+
+
+def _separated(rng, shape):
+    """``Q_m diag(s) Q_n^T`` per matrix, random orthogonal Q's, ``s`` 0.7 apart from 0.7 on
+    (a jitter of up to 0.1 each); square: ``Q diag(+-s) Q^T``, symmetric, signs alternating."""
+    *batch, m, n = shape
+    k = min(m, n)
+    out = np.empty((int(np.prod(batch, dtype=np.int64)), m, n))
+    for b in range(out.shape[0]):
+        s = 0.7 * (1 + np.arange(k)) + rng.uniform(0, 0.1, k)
+        qm = np.linalg.qr(rng.standard_normal((m, m)))[0][:, :k]
+        if m == n:
+            out[b] = (qm * (s * (-1.0) ** np.arange(k))) @ qm.T
+        else:
+            out[b] = (qm * s) @ np.linalg.qr(rng.standard_normal((n, n)))[0][:, :k].T
+    return out.reshape(shape)
 
 
 def cases(op, dtype=np.float64):

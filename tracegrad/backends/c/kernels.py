@@ -512,3 +512,81 @@ def linalg_cholesky(lw, n):
                                               (ov, n.out.shape[:-2], size * size)])
     body = [f"if (!tg_cholesky_{ct}({size}, {src}, {dst})) return 1;"]
     _raw(lw, _block(_loops(loops, body)), [xv, ov], "linalg_cholesky")
+
+
+def linalg_eigh(lw, n):
+    """Each matrix's packed eigendecomposition (ops/decompositions.py: eigenvalues, then
+    eigenvectors) of its symmetric part by cyclic Jacobi in double (runtime.h.j2 tg_eigh; NaN
+    gives NaN, as LAPACK; return 1 if it does not converge: the interpreter then runs)."""
+    x = n.inputs[0]
+    xv, ov = lw.contiguous(x), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    size, ct = x.shape[-1], ctype_of(x.dtype)
+    work = lw._work("double", 2 * size * size, 8)
+    order = lw._work("int64_t", size, 8)
+    loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], size * size),
+                                              (ov, n.out.shape[:-2], (size + 1) * size)])
+    body = [f"if (!tg_eigh_{ct}({size}, {src}, {dst}, {work.name}, {order.name})) return 1;"]
+    views = [xv, ov, View(work.name, 0, (2 * size * size,), (1,)), View(order.name, 0, (size,), (1,))]
+    _raw(lw, _block(_loops(loops, body)), views, "linalg_eigh")
+
+
+def linalg_svd(lw, n):
+    """Each matrix's packed reduced SVD (ops/decompositions.py: U, S, V) by one-sided Jacobi
+    in double (runtime.h.j2 tg_svd; return 1 on NaN or inf, as if it did not converge: the interpreter
+    then raises)."""
+    x = n.inputs[0]
+    xv, ov = lw.contiguous(x), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    rows, cols = x.shape[-2:]
+    k, ct = min(rows, cols), ctype_of(x.dtype)
+    size = (max(rows, cols) + k) * k + k
+    work = lw._work("double", size, 8)
+    order = lw._work("int64_t", k, 8)
+    loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], rows * cols),
+                                              (ov, n.out.shape[:-2], (rows + 1 + cols) * k)])
+    body = [f"if (!tg_svd_{ct}({rows}, {cols}, {src}, {dst}, {work.name}, {order.name})) return 1;"]
+    views = [xv, ov, View(work.name, 0, (size,), (1,)), View(order.name, 0, (k,), (1,))]
+    _raw(lw, _block(_loops(loops, body)), views, "linalg_svd")
+
+
+def linalg_qr(lw, n):
+    """Each matrix's packed QR (ops/decompositions.py: Q, then R) by Householder reflections
+    in double with LAPACK's sign conventions (runtime.h.j2 tg_qr)."""
+    x = n.inputs[0]
+    xv, ov = lw.contiguous(x), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    rows, cols = x.shape[-2:]
+    k = min(rows, cols)
+    kq = rows if n.attrs["complete"] else k
+    size = rows * cols + k + rows * kq
+    work = lw._work("double", max(size, 1), 8)
+    loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], rows * cols),
+                                              (ov, n.out.shape[:-2], _prod(n.out.shape[-2:]))])
+    body = [f"tg_qr_{ctype_of(x.dtype)}({rows}, {cols}, {kq}, {src}, {dst}, {work.name});"]
+    _raw(lw, _block(_loops(loops, body)), [xv, ov, View(work.name, 0, (max(size, 1),), (1,))], "linalg_qr")
+
+
+def linalg_pinv(lw, n):
+    """Each matrix's pseudo-inverse from its one-sided Jacobi SVD (hermitian: its Jacobi
+    eigendecomposition), runtime.h.j2 tg_pinv (return 1 on non-finite input to the SVD: the
+    interpreter then raises)."""
+    x = n.inputs[0]
+    xv, ov = lw.contiguous(x), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    rows, cols = x.shape[-2:]
+    big = max(rows, cols)
+    size = rows * cols + (rows + 1 + cols) * big + 2 * big * big + big
+    work = lw._work("double", size, 8)
+    order = lw._work("int64_t", big, 8)
+    a = n.attrs
+    loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], rows * cols),
+                                              (ov, n.out.shape[:-2], rows * cols)])
+    body = [f"if (!tg_pinv_{ctype_of(x.dtype)}({rows}, {cols}, {src}, {dst}, {float(a['atol'])!r}, "
+            f"{float(a['rtol'])!r}, {int(bool(a['hermitian']))}, {work.name}, {order.name})) return 1;"]
+    views = [xv, ov, View(work.name, 0, (size,), (1,)), View(order.name, 0, (big,), (1,))]
+    _raw(lw, _block(_loops(loops, body)), views, "linalg_pinv")
