@@ -1,12 +1,13 @@
 """``tg.distributions`` (PyTorch's ``torch.distributions``, a subset): ``Normal``, ``Uniform``,
 ``Laplace``, ``Exponential``, ``Bernoulli``, ``Categorical``, ``OneHotCategorical``,
-``MultivariateNormal``, ``Independent`` and ``kl_divergence`` between them; PyTorch's
-formulas, argument checks and shapes (``batch_shape``, ``event_shape``).
+``MultivariateNormal``, ``Independent``, ``Gamma``, ``Chi2``, ``Beta``, ``Dirichlet``,
+``Poisson``, ``StudentT`` and ``kl_divergence`` between them; PyTorch's formulas, argument
+checks and shapes (``batch_shape``, ``event_shape``).
 
 ``log_prob``, ``entropy``, the moments and ``rsample`` are tensor arithmetic, so they
 differentiate and compile; drawing the noise is eager (a compiled function breaks its graph
-there, with a warning). Distributions needing gamma functions (Gamma, Beta, Poisson, ...) are
-not here yet.
+there, with a warning). The gamma family has no ``rsample`` (PyTorch's uses implicit
+reparametrization gradients).
 
 >>> import tracegrad as tg
 >>> p, q = tg.distributions.Normal(0.0, 1.0), tg.distributions.Normal(1.0, 1.0)
@@ -16,9 +17,11 @@ tensor(0.5000)
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .distribution import Distribution
+from .gamma_family import Beta, Chi2, Dirichlet, Gamma, Poisson, StudentT
 from .kl import kl_divergence, register_kl
 from .multivariate import Independent, MultivariateNormal
 from . import kl  # noqa: F401
 
 __all__ = ["Distribution", "Normal", "Uniform", "Laplace", "Exponential", "Bernoulli", "Categorical",
-           "OneHotCategorical", "MultivariateNormal", "Independent", "kl_divergence", "register_kl"]
+           "OneHotCategorical", "MultivariateNormal", "Independent", "Gamma", "Chi2", "Beta", "Dirichlet",
+           "Poisson", "StudentT", "kl_divergence", "register_kl"]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from .. import functional as F
 from .. import linalg as LA
+from .. import math_extras as MX
 from ..nn import functional as NF
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical
+from .gamma_family import Beta, Dirichlet, Gamma, Poisson
 from .multivariate import Independent, MultivariateNormal, _mahalanobis
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -108,3 +110,32 @@ def _kl_independent_independent(p, q):
         raise NotImplementedError("KL between Independents with different reinterpreted_batch_ndims")
     return p._summed(kl_divergence(p.base_dist, q.base_dist))
 
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    t1 = q.concentration * F.log(p.rate / q.rate)
+    t2 = MX.lgamma(q.concentration) - MX.lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * MX.digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    sum_p, sum_q = F.sum(p.concentration, -1), F.sum(q.concentration, -1)
+    t1 = MX.lgamma(sum_p) - MX.lgamma(sum_q)
+    t2 = F.sum(MX.lgamma(p.concentration) - MX.lgamma(q.concentration), -1)
+    t3 = p.concentration - q.concentration
+    t4 = MX.digamma(p.concentration) - F.unsqueeze(MX.digamma(sum_p), -1)
+    return t1 - t2 + F.sum(t3 * t4, -1)
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    return _kl_dirichlet_dirichlet(p._dirichlet, q._dirichlet)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (F.log(p.rate) - F.log(q.rate)) - (p.rate - q.rate)

@@ -1,0 +1,220 @@
+"""Distributions whose densities need the gamma function: ``Gamma``, ``Chi2``, ``Beta``,
+``Dirichlet``, ``Poisson``, ``StudentT`` (PyTorch's formulas, on tracegrad's ``lgamma`` and
+``digamma``). Their samples are drawn eagerly by NumPy's generators and carry no gradient:
+unlike PyTorch, there is no ``rsample`` (PyTorch's uses implicit reparametrization gradients).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import creation
+from .. import functional as F
+from .. import math_extras as MX
+from ..autograd.grad_mode import no_grad
+from ..nn import functional as NF
+from .distribution import Distribution, broadcast_all
+
+__all__ = ["Gamma", "Chi2", "Beta", "Dirichlet", "Poisson", "StudentT"]
+
+
+def _draw(like, shape, sample):
+    """``sample(rng, params...)`` as a tensor of ``shape`` in ``like``'s dtype, from the global
+    generator (eagerly; a compiled function breaks its graph here)."""
+    from ..ir import trace
+
+    if trace.current_tracer() is not None:
+        trace.graph_break("sampling a distribution (random numbers) inside a compiled function")
+    rng = creation.default_generator.rng
+    return creation.tensor(np.asarray(sample(rng, tuple(shape))), dtype=like.dtype)
+
+
+def _positive(self, name, value):
+    self._check(name, value, value > 0, "GreaterThan(lower_bound=0.0)")
+
+
+class Gamma(Distribution):
+    """``Gamma(concentration, rate)``: density ``rate^a x^(a-1) e^(-rate x) / Gamma(a)``."""
+
+    arg_constraints = {"concentration": "GreaterThan(lower_bound=0.0)", "rate": "GreaterThan(lower_bound=0.0)"}
+
+    def __init__(self, concentration, rate, validate_args=None):
+        self.concentration, self.rate = broadcast_all(concentration, rate)
+        super().__init__(self.concentration.shape, validate_args=validate_args)
+        _positive(self, "concentration", self.concentration)
+        _positive(self, "rate", self.rate)
+
+    mean = property(lambda self: self.concentration / self.rate)
+    mode = property(lambda self: F.clamp((self.concentration - 1) / self.rate, min=0))
+    variance = property(lambda self: self.concentration / self.rate ** 2)
+
+    def sample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        with no_grad():
+            a = F.expand(self.concentration, tuple(shape)).numpy()
+            return _draw(self.rate, shape, lambda rng, s: rng.standard_gamma(a, s)) / self.rate.detach()
+
+    def log_prob(self, value):
+        a, b = self.concentration, self.rate
+        return MX.xlogy(a, b) + MX.xlogy(a - 1, value) - b * value - MX.lgamma(a)
+
+    def entropy(self):
+        a = self.concentration
+        return a - F.log(self.rate) + MX.lgamma(a) + (1.0 - a) * MX.digamma(a)
+
+
+class Chi2(Gamma):
+    """``Chi2(df)``: ``Gamma(df / 2, 1 / 2)``."""
+
+    arg_constraints = {"df": "GreaterThan(lower_bound=0.0)"}
+
+    def __init__(self, df, validate_args=None):
+        (df,) = broadcast_all(df)
+        super().__init__(0.5 * df, creation.full_like(df, 0.5), validate_args)
+
+    df = property(lambda self: self.concentration * 2)
+
+
+class Dirichlet(Distribution):
+    """``Dirichlet(concentration)`` over the probability simplex of the last dim."""
+
+    arg_constraints = {"concentration": "IndependentConstraint(GreaterThan(lower_bound=0.0), 1)"}
+
+    def __init__(self, concentration, validate_args=None):
+        if concentration.ndim < 1:
+            raise ValueError("`concentration` parameter must be at least one-dimensional.")
+        self.concentration = concentration
+        super().__init__(concentration.shape[:-1], concentration.shape[-1:], validate_args)
+        _positive(self, "concentration", concentration)
+
+    @property
+    def mean(self):
+        return self.concentration / F.sum(self.concentration, -1, keepdim=True)
+
+    @property
+    def mode(self):
+        # (where every concentration is below 1 the density peaks at the largest one's corner)
+        c = F.clamp(self.concentration - 1, min=0)
+        mode = c / F.sum(c, -1, keepdim=True)
+        corner = NF.one_hot(F.argmax(self.concentration, -1), self.concentration.shape[-1]).to(c.dtype)
+        return F.where(F.unsqueeze((self.concentration < 1).all(-1), -1), corner, mode)
+
+    @property
+    def variance(self):
+        total = F.sum(self.concentration, -1, keepdim=True)
+        return self.concentration * (total - self.concentration) / (total ** 2 * (total + 1))
+
+    def sample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        with no_grad():
+            a = F.expand(self.concentration, tuple(shape)).numpy()
+            g = _draw(self.concentration, shape, lambda rng, s: rng.standard_gamma(a, s))
+            return g / F.sum(g, -1, keepdim=True)
+
+    def log_prob(self, value):
+        c = self.concentration
+        return (F.sum(MX.xlogy(c - 1, value), -1) + MX.lgamma(F.sum(c, -1))
+                - F.sum(MX.lgamma(c), -1))
+
+    def entropy(self):
+        c = self.concentration
+        k = c.shape[-1]
+        total = F.sum(c, -1)
+        log_beta = F.sum(MX.lgamma(c), -1) - MX.lgamma(total)
+        return log_beta + (total - k) * MX.digamma(total) - F.sum((c - 1) * MX.digamma(c), -1)
+
+
+class Beta(Distribution):
+    """``Beta(concentration1, concentration0)`` on ``[0, 1]``: a two-category Dirichlet."""
+
+    arg_constraints = {"concentration1": "GreaterThan(lower_bound=0.0)",
+                       "concentration0": "GreaterThan(lower_bound=0.0)"}
+
+    def __init__(self, concentration1, concentration0, validate_args=None):
+        self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
+        self._dirichlet = Dirichlet(F.stack([self.concentration1, self.concentration0], -1), validate_args)
+        super().__init__(self._dirichlet.batch_shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.concentration1 / (self.concentration1 + self.concentration0))
+    mode = property(lambda self: self._dirichlet.mode[..., 0])
+
+    @property
+    def variance(self):
+        total = self.concentration1 + self.concentration0
+        return self.concentration1 * self.concentration0 / (total ** 2 * (total + 1))
+
+    def sample(self, sample_shape=()):
+        return self._dirichlet.sample(sample_shape)[..., 0]
+
+    def log_prob(self, value):
+        return self._dirichlet.log_prob(F.stack([value, 1.0 - value], -1))
+
+    def entropy(self):
+        return self._dirichlet.entropy()
+
+
+class Poisson(Distribution):
+    """``Poisson(rate)``: counts with ``P(k) = rate^k e^-rate / k!``."""
+
+    arg_constraints = {"rate": "GreaterThanEq(lower_bound=0.0)"}
+
+    def __init__(self, rate, validate_args=None):
+        (self.rate,) = broadcast_all(rate)
+        super().__init__(self.rate.shape, validate_args=validate_args)
+        self._check("rate", self.rate, self.rate >= 0, self.arg_constraints["rate"])
+
+    mean = variance = property(lambda self: self.rate)
+    mode = property(lambda self: F.floor(self.rate))
+
+    def sample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        with no_grad():
+            lam = F.expand(self.rate, tuple(shape)).numpy()
+            return _draw(self.rate, shape, lambda rng, s: rng.poisson(lam, s))
+
+    def log_prob(self, value):
+        rate, value = broadcast_all(self.rate, value)
+        return MX.xlogy(value, rate) - rate - MX.lgamma(value + 1)
+
+
+class StudentT(Distribution):
+    """``StudentT(df, loc=0, scale=1)``."""
+
+    arg_constraints = {"df": "GreaterThan(lower_bound=0.0)", "loc": "Real()",
+                       "scale": "GreaterThan(lower_bound=0.0)"}
+
+    def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
+        self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
+        super().__init__(self.df.shape, validate_args=validate_args)
+        _positive(self, "df", self.df)
+        _positive(self, "scale", self.scale)
+
+    mean = property(lambda self: F.where(self.df > 1, self.loc, float("nan")))
+    mode = property(lambda self: self.loc)
+
+    @property
+    def variance(self):
+        df = self.df
+        finite = self.scale ** 2 * df / (df - 2)
+        return F.where(df > 2, finite, F.where(df > 1, float("inf"), float("nan")))
+
+    def sample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        with no_grad():
+            df = F.expand(self.df, tuple(shape)).numpy()
+            t = _draw(self.df, shape, lambda rng, s: rng.standard_t(df, s))
+            return self.loc.detach() + t * self.scale.detach()
+
+    def log_prob(self, value):
+        y = (value - self.loc) / self.scale
+        z = (F.log(self.scale) + 0.5 * F.log(self.df) + 0.5 * math.log(math.pi)
+             + MX.lgamma(0.5 * self.df) - MX.lgamma(0.5 * (self.df + 1.0)))
+        return -0.5 * (self.df + 1.0) * F.log1p(y ** 2 / self.df) - z
+
+    def entropy(self):
+        df = self.df
+        log_beta = MX.lgamma(0.5 * df) + math.lgamma(0.5) - MX.lgamma(0.5 * (df + 1))
+        return (F.log(self.scale) + 0.5 * (df + 1) * (MX.digamma(0.5 * (df + 1)) - MX.digamma(0.5 * df))
+                + 0.5 * F.log(df) + log_beta)
+
