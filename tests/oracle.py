@@ -185,6 +185,7 @@ def _twins():
         "cumsum": lambda x, dim: t.cumsum(x, dim),
         "cumprod": lambda x, dim: t.cumprod(x, dim),
         "lgamma": t.lgamma,
+        "erfinv": t.erfinv,
         "digamma": t.digamma,
         "polygamma": lambda x, n: t.polygamma(n, x),
         "cummax": lambda x, dim: t.cummax(x, dim).values,

@@ -96,6 +96,8 @@ CASES = {
     "lgamma-digamma": (lambda m, x: m.lgamma(x.abs() + 0.1) + x.digamma() * 0.01 + m.polygamma(2, x.abs() + 1), [X]),
     "polygamma-method": (lambda m, x: (x.abs() + 0.5).polygamma(1) + m.polygamma(0, x.abs() + 1), [X]),
     "mvlgamma": (lambda m, x: m.mvlgamma(x.abs() + 2, 3) + x.abs().add(1).mvlgamma(1), [X]),
+    "erfinv": (lambda m, x: m.erfinv(m.tanh(x)) + (x * 0.1).erfinv(), [X]),
+    "erfinv-edges": (lambda m, x: m.erfinv(m.tensor([-1.0, 1.0, 1.5, -0.999999999, 1 - 1e-15, 0.0])), [X]),
     "signbit-copysign": (lambda m, x: m.copysign(x, -x) + m.signbit(x).to(x.dtype) + m.copysign(x, -0.0), [X]),
     "signbit-zero": (lambda m, x: m.signbit(x.detach() * 0 - 0.0).to(m.float64) + m.signbit(m.tensor([-0.0, 0.0])).sum(), [X]),
     "logaddexp2": (lambda m, x, y: m.logaddexp2(x * 40, y), [X, Y]),

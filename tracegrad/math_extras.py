@@ -22,7 +22,7 @@ from .tensor import Tensor
 __all__ = ["isclose", "equal", "count_nonzero", "logical_xor", "floor_divide", "nansum", "nanmean",
            "fmax", "fmin", "xlogy", "logit", "sinc", "heaviside", "float_power", "positive",
            "clamp_min", "clamp_max", "addmm", "dist", "addmv", "addr", "baddbmm", "addbmm", "inner", "vdot",
-           "logdet", "cov", "corrcoef", "lgamma", "digamma", "polygamma", "mvlgamma", "signbit", "copysign",
+           "logdet", "cov", "corrcoef", "lgamma", "digamma", "polygamma", "mvlgamma", "erfinv", "signbit", "copysign",
            "logaddexp2", "ldexp"]
 
 
@@ -246,6 +246,13 @@ def polygamma(n, input):
     from .ops.special import POLYGAMMA
 
     return digamma(input) if n == 0 else POLYGAMMA(input, n=int(n))
+
+
+def erfinv(input):
+    """The inverse of ``erf`` on [-1, 1] (+-inf at +-1, NaN outside)."""
+    from .ops.special import ERFINV
+
+    return ERFINV(input)
 
 
 def mvlgamma(input, p):

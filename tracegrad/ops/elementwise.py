@@ -74,7 +74,7 @@ def _sample_for(name):
     return {"log": "positive", "sqrt": "positive", "rsqrt": "positive", "log1p": "positive",
             "abs": "nonzero", "sign": "nonzero", "relu": "nonzero", "tan": "small", "asin": "small",
             "acos": "small", "atanh": "small", "acosh": "above_one", "lgamma": "positive",
-            "digamma": "positive"}.get(name, "any")
+            "digamma": "positive", "erfinv": "small"}.get(name, "any")
 
 
 def _infer_binary(a, b, **_):  # (a and b: tensors, or IR values in the passes)

@@ -1,6 +1,10 @@
-"""Gamma-family primitives: ``lgamma``, ``digamma`` and ``polygamma`` (attr ``n`` >= 1), each
-the derivative of the one before (``polygamma(n)``'s is ``polygamma(n + 1)``), so every order
-of derivative has a rule.
+"""Special-function primitives: ``erfinv``, and the gamma family ``lgamma``, ``digamma`` and
+``polygamma`` (attr ``n`` >= 1), each the derivative of the one before (``polygamma(n)``'s is
+``polygamma(n + 1)``), so every order of derivative has a rule.
+
+``erfinv`` (no C library function either): Giles' single-precision approximation, then Newton
+steps on ``erf`` (on ``log erfc`` from 0.5 on, where ``erf`` has no digits left), in double, in
+both backends; +-1 give +-inf, outside [-1, 1] NaN.
 
 ``lgamma`` is the C library's, eagerly and compiled. ``digamma`` and ``polygamma`` have no C
 library function: both backends run the same algorithm (``tg_digamma``/``tg_polygamma`` in
@@ -24,7 +28,7 @@ import math
 
 import numpy as np
 
-from .elementwise import _quiet, unary
+from .elementwise import _quiet, _special, unary
 from .registry import defop
 
 # B_2k / (2k) for k = 1..7: the series psi(x) ~ ln x - 1/(2x) - sum B_2k / (2k x^2k)
@@ -112,3 +116,43 @@ POLYGAMMA = defop(
     jvp=lambda ctx, t: t * POLYGAMMA(ctx.input(0), n=ctx.n + 1),
     c="tg_polygamma({n}, {0})",
     sample=lambda: [(("positive",), {"n": 1}), (("positive",), {"n": 2}), (("above_one",), {"n": 3})])
+
+
+# ----------------------------------------------------------------------------- erfinv
+_GILES_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                  -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+               -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+_NEWTON_STEPS = 4
+
+
+def _erfinv(y):
+    y64 = np.asarray(y, dtype=np.float64)
+    a = np.abs(y64)
+    w = -np.log((1 - a) * (1 + a))
+    central, tail = np.zeros_like(a), np.zeros_like(a)
+    wc, wt = w - 2.5, np.sqrt(w) - 3
+    for c in _GILES_CENTRAL:
+        central = central * wc + c
+    for c in _GILES_TAIL:
+        tail = tail * wt + c
+    x = np.where(w < 5, central, tail) * a
+    erf, erfc = _special("erf"), _special("erfc")
+    log_tail = np.log(np.where(a < 1, 1 - a, 1.0))
+    for _ in range(_NEWTON_STEPS):
+        # Newton on erf(x) = a in the middle; from a = 0.5 on, on log(erfc(x)) = log(1 - a),
+        # nearly quadratic in x, so the tail converges from Giles' guess (fitted for float)
+        slope = _TWO_OVER_SQRT_PI * np.exp(-x * x)
+        tail_x = erfc(x)
+        step = np.where(a < 0.5, (erf(x) - a) / slope,
+                        -(np.log(tail_x) - log_tail) * tail_x / slope)
+        x = x - step
+    x = np.where(a == 1, np.inf, np.where(a > 1, np.nan, x))
+    return (np.sign(y64) * x).astype(y.dtype, copy=False)
+
+
+ERFINV = unary("erfinv", _erfinv, save=("out",),
+               vjp=lambda ctx, g: (g * (math.sqrt(math.pi) / 2) * (ctx.out * ctx.out).exp(),),
+               jvp=lambda ctx, t: t * (math.sqrt(math.pi) / 2) * (ctx.out * ctx.out).exp(),
+               c="tg_erfinv({0})")
