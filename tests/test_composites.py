@@ -97,6 +97,13 @@ CASES = {
     "polygamma-method": (lambda m, x: (x.abs() + 0.5).polygamma(1) + m.polygamma(0, x.abs() + 1), [X]),
     "mvlgamma": (lambda m, x: m.mvlgamma(x.abs() + 2, 3) + x.abs().add(1).mvlgamma(1), [X]),
     "erfinv": (lambda m, x: m.erfinv(m.tanh(x)) + (x * 0.1).erfinv(), [X]),
+    "special-ndtr": (lambda m, x: m.special.ndtr(x * 3) + m.special.expit(x) + m.special.xlog1py(x, x.abs()), [X]),
+    "special-log_ndtr": (lambda m, x: m.special.log_ndtr(x * 40), [X]),
+    # (at 0 PyTorch's derivative is +inf, ours 0: no gradient is compared there)
+    "special-entr": (lambda m, x: m.special.entr(x.abs()) + m.special.entr(m.tensor([-1.0, 0.0])).sum(), [X]),
+    "special-names": (lambda m, x: m.special.gammaln(x.abs() + 1) + m.special.psi(x.abs() + 1)
+                      + m.special.multigammaln(x.abs() + 2, 2) + m.special.xlogy(x.abs(), x.abs() + 1), [X]),
+    "normal-icdf": (lambda m, x: m.distributions.Normal(x, x.abs() + 1).icdf(m.sigmoid(x * 2)), [X]),
     "erfinv-edges": (lambda m, x: m.erfinv(m.tensor([-1.0, 1.0, 1.5, -0.999999999, 1 - 1e-15, 0.0])), [X]),
     "signbit-copysign": (lambda m, x: m.copysign(x, -x) + m.signbit(x).to(x.dtype) + m.copysign(x, -0.0), [X]),
     "signbit-zero": (lambda m, x: m.signbit(x.detach() * 0 - 0.0).to(m.float64) + m.signbit(m.tensor([-0.0, 0.0])).sum(), [X]),
@@ -201,7 +208,7 @@ CASES = {
 # while tracing, as torch.compile does)
 DATA_DEPENDENT_SHAPES = {"repeat_interleave-counts", "masked_select"}
 # (PyTorch's trigamma, in digamma's and polygamma's gradients, is good to ~1e-9 relative)
-GRAD_RTOL = {"cumsum-dtype": 1e-6, "lgamma-digamma": 1e-7, "polygamma-method": 1e-7}
+GRAD_RTOL = {"cumsum-dtype": 1e-6, "lgamma-digamma": 1e-7, "polygamma-method": 1e-7, "special-names": 1e-7}
 VALUE_RTOL = {"polygamma-method": 1e-8}
 
 

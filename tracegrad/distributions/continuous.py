@@ -47,6 +47,11 @@ class Normal(Distribution):
     def cdf(self, value):
         return 0.5 * (1 + F.erf((value - self.loc) * (1 / self.scale) / math.sqrt(2)))
 
+    def icdf(self, value):
+        from ..math_extras import erfinv
+
+        return self.loc + self.scale * erfinv(2 * value - 1) * math.sqrt(2)
+
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + F.log(self.scale)
 

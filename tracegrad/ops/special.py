@@ -37,8 +37,15 @@ _BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6)  # B_
 _SHIFT = 10.0  # (the series is used from here on: its error is below 1e-16 relative)
 
 
+def _lgamma1(v):
+    try:
+        return math.lgamma(v)
+    except ValueError:  # (the poles 0, -1, -2, ...: the C library's lgamma gives +inf there)
+        return math.inf
+
+
 def _lgamma(x):
-    return np.vectorize(math.lgamma, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype, copy=False)
+    return np.vectorize(_lgamma1, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype, copy=False)
 
 
 def _digamma64(x):
