@@ -581,3 +581,26 @@ def test_exported_decompositions_and_their_gradients(tmp_path):
     run_driver(exe, tmp_path, ep.example_inputs(), "run")
     assert_close(read_outputs(ep, tmp_path), [r.detach().numpy() for r in decompose_and_grad(*args)],
                  rtol=1e-10, atol=1e-10)
+
+
+def test_exported_scans_scatters_and_special_functions(tmp_path):
+    """This session's kernels (scans, scatter reductions, Cholesky, special functions) and their
+    gradients run in the exported C library as eagerly."""
+    rng = np.random.default_rng(4)
+    W = tg.tensor(rng.uniform(0.5, 2.0, (3, 4)), requires_grad=True)
+    index = tg.tensor([[0, 1, 0, 2], [2, 2, 1, 0]])
+
+    def features_and_grad(x):
+        spd = x @ x.T + tg.eye(3, dtype=x.dtype)
+        out = (W.cumprod(1).sum() + W.logcumsumexp(0).sum() + W.cummax(1).values.sum()
+               + W.scatter_reduce(0, index, W[:2] * 2, "amax").sum()
+               + tg.digamma(W).sum() + tg.lgamma(W).sum() + tg.erfinv(W / 3).sum()
+               + tg.linalg.cholesky(spd).sum())
+        return out, tg.autograd.grad(out, W)[0]
+
+    args = (tg.tensor(rng.standard_normal((3, 3))),)
+    ep = tg.export(features_and_grad, *args)
+    exe = build(ep, tmp_path)
+    run_driver(exe, tmp_path, ep.example_inputs(), "run")
+    assert_close(read_outputs(ep, tmp_path), [r.detach().numpy() for r in features_and_grad(*args)],
+                 rtol=1e-10, atol=1e-10)
