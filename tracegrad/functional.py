@@ -287,9 +287,7 @@ def cumsum(x, dim, *, dtype=None):
     >>> tg.cumsum(tg.tensor([1.0, 2.0, 3.0]), 0)
     tensor([1., 3., 6.])
     """
-    if dtype is not None:
-        x = cast(x, _dt.to_dtype(dtype))
-    return _scan(S.CUMSUM, x, dim)
+    return _scan(S.CUMSUM, x if dtype is None else cast(x, _dt.to_dtype(dtype)), dim)
 
 
 def cumprod(x, dim, *, dtype=None):
@@ -300,9 +298,7 @@ def cumprod(x, dim, *, dtype=None):
     >>> tg.cumprod(tg.tensor([1.0, 2.0, 3.0]), 0)
     tensor([1., 2., 6.])
     """
-    if dtype is not None:
-        x = cast(x, _dt.to_dtype(dtype))
-    return _scan(S.CUMPROD, x, dim)
+    return _scan(S.CUMPROD, x if dtype is None else cast(x, _dt.to_dtype(dtype)), dim)
 
 
 def cummax(x, dim):

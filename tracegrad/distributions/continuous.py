@@ -16,13 +16,8 @@ def _noise(kind, shape, like):
     return draw(*shape, dtype=like.dtype) if shape else F.reshape(draw(1, dtype=like.dtype), ())
 
 
-class Normal(Distribution):
-    """``Normal(loc, scale)``: mean ``loc``, standard deviation ``scale`` > 0.
-
-    >>> import tracegrad as tg
-    >>> tg.distributions.Normal(0.0, 2.0).log_prob(tg.tensor(1.0))
-    tensor(-1.7371)
-    """
+class _LocationScale(Distribution):
+    """A family with a location and a positive scale (Normal, Laplace)."""
 
     arg_constraints = {"loc": "Real()", "scale": "GreaterThan(lower_bound=0.0)"}
     has_rsample = True
@@ -31,6 +26,15 @@ class Normal(Distribution):
         self.loc, self.scale = broadcast_all(loc, scale)
         super().__init__(self.loc.shape, validate_args=validate_args)
         self._check("scale", self.scale, self.scale > 0, self.arg_constraints["scale"])
+
+
+class Normal(_LocationScale):
+    """``Normal(loc, scale)``: mean ``loc``, standard deviation ``scale`` > 0.
+
+    >>> import tracegrad as tg
+    >>> tg.distributions.Normal(0.0, 2.0).log_prob(tg.tensor(1.0))
+    tensor(-1.7371)
+    """
 
     mean = mode = property(lambda self: self.loc)
     stddev = property(lambda self: self.scale)
@@ -90,16 +94,8 @@ class Uniform(Distribution):
         return F.log(self.high - self.low)
 
 
-class Laplace(Distribution):
+class Laplace(_LocationScale):
     """``Laplace(loc, scale)``: density ``exp(-|x - loc| / scale) / (2 scale)``."""
-
-    arg_constraints = {"loc": "Real()", "scale": "GreaterThan(lower_bound=0.0)"}
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
-        self._check("scale", self.scale, self.scale > 0, self.arg_constraints["scale"])
 
     mean = mode = property(lambda self: self.loc)
     variance = property(lambda self: 2 * self.scale ** 2)
