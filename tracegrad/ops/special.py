@@ -40,7 +40,7 @@ _SHIFT = 10.0  # (the series is used from here on: its error is below 1e-16 rela
 def _lgamma1(v):
     try:
         return math.lgamma(v)
-    except ValueError:  # (the poles 0, -1, -2, ...: the C library's lgamma gives +inf there)
+    except (ValueError, OverflowError):  # (poles 0, -1, ... and huge arguments: C gives +inf)
         return math.inf
 
 
