@@ -368,3 +368,25 @@ def test_diagonal_is_a_view_as_in_torch():
         return b
 
     np.testing.assert_array_equal(tg.compile(zero_diagonal, fullgraph=True)(tg.ones(3, 3)).numpy(), 1 - np.eye(3))
+
+
+def test_in_place_view_ops_match_torch():
+    """t_, squeeze_, unsqueeze_, transpose_, swapdims_: the tensor itself changes shape (same
+    memory), keeps its autograd history, refuses a leaf that requires grad."""
+    results = []
+    for lib in (tg, torch):
+        x = lib.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+        y = x * 2
+        y.t_()
+        y.unsqueeze_(0).transpose_(0, 2).squeeze_()
+        (y * lib.tensor(np.arange(6.0).reshape(2, 3))).sum().backward()
+        base = lib.zeros(2, 3)
+        row = base[1]
+        row.unsqueeze_(1)
+        row[2, 0] = 5.0  # (writes through the reshaped view into the base)
+        base.swapdims_(0, 1)
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            lib.ones(2, requires_grad=True).unsqueeze_(0)
+        results.append([t.detach().numpy().copy() for t in (y, x.grad, base, row)])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)

@@ -172,6 +172,30 @@ def _inplace_operand(self, *others):
     return alias
 
 
+def _inplace_view(fn):
+    """``x.t_()`` and kin: ``x`` itself becomes ``fn(x)``, a view of the same memory with
+    another shape, and takes its autograd history (as PyTorch's in-place view ops; the data is
+    not written, so the version stays). A leaf that requires grad is refused, as in PyTorch;
+    inside a compiled function they break the graph."""
+    from .ir import trace
+    from .views import check_inplace_target
+
+    def m(self, *args, **kwargs):
+        if self._is_traced:
+            trace.graph_break(f"{fn.__name__}_() (an in-place view op) inside a compiled function")
+        check_inplace_target(self)
+        out = fn(self, *args, **kwargs)
+        self._value = out._value
+        if self._base is not None:  # (a view stays one, of the same base, by the new view function)
+            self._view_fn, self._view_inv = out._view_fn, out._view_inv
+        if out.requires_grad:
+            self._grad_fn, self._output_nr, self._requires_grad = out._grad_fn, out._output_nr, True
+        return self
+
+    m.__name__ = fn.__name__ + "_"
+    return m
+
+
 def _inplace(fn):
     def m(self, *args, **kwargs):
         src = _inplace_source(self, *args, *kwargs.values())
@@ -186,8 +210,11 @@ for _name in ["add", "sub", "mul", "div", "pow", "clamp", "clip", "exp", "log", 
               "square", "reciprocal", "sign", "log1p", "expm1", "rsqrt", "t", "squeeze",
               "unsqueeze", "transpose"]:
     if _name in ("t", "squeeze", "unsqueeze", "transpose"):
-        continue  # shape-changing in-place ops are not supported (they rarely make sense)
+        continue  # (the in-place view ops: _inplace_view, next)
     setattr(Tensor, _name + "_", _inplace(getattr(F, _name)))
+for _name in ("t", "squeeze", "unsqueeze", "transpose", "swapaxes"):
+    setattr(Tensor, _name + "_", _inplace_view(getattr(Tensor, _name)))
+Tensor.swapdims_ = Tensor.transpose_
 for _name in ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "ceil",
               "trunc", "round", "atan2", "hypot", "fmod", "remainder"]:
     setattr(Tensor, _name + "_", _inplace(getattr(F, _name)))
