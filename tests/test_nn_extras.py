@@ -79,7 +79,12 @@ FUNCTIONAL = {
     "group_norm": (lambda F, x, y: F.group_norm(x.reshape(2, 4, 3), 2, y[0, :4], y[1, :4]), [X, Y01]),
     "batch_norm-train": (lambda F, x: F.batch_norm(x, None, None, training=True), [X]),
     "batch_norm-eval": (lambda F, x, y: F.batch_norm(x, y[0], y[1].abs() + 0.5, y[2], y[3]), [X, Y01]),
+    # functional_extra.py (these also compile: COMPILED below)
+    "rms_norm": (lambda F, x, w: F.rms_norm(x.reshape(2, 2, 6), (2, 6), w[:2] + 0.5), [X, Y01]),
+    "rms_norm-eps": (lambda F, x: F.rms_norm(x, (6,), eps=0.1), [X]),
 }
+# the rows from functional_extra.py on: compiled (fullgraph, float32) against eager as well
+COMPILED = [name for name in FUNCTIONAL][list(FUNCTIONAL).index("rms_norm"):]
 
 # PyTorch's backward of these uses float32 constants (1/6; celu's 1/alpha) also for float64
 GRAD_RTOL = {"hardsigmoid": 1e-6, "hardswish": 1e-6, "celu": 1e-6}
@@ -100,6 +105,15 @@ def test_functional_matches_torch(name):
     theirs.backward(torch.tensor(cot))
     np.testing.assert_allclose(ours_in[0].grad.numpy(), theirs_in[0].grad.numpy(),
                                rtol=GRAD_RTOL.get(name, 1e-9), atol=1e-12)
+
+
+@pytest.mark.parametrize("name", COMPILED)
+def test_functional_compiles_to_eager_values(name):
+    fn, arrays = FUNCTIONAL[name]
+    inputs = [tg.tensor(a.astype(np.float32) if a.dtype == np.float64 else a) for a in arrays]
+    compiled = tg.compile(lambda *xs: fn(tg.nn.functional, *xs), backend="c", fullgraph=True)
+    np.testing.assert_allclose(compiled(*inputs).numpy(), fn(tg.nn.functional, *inputs).numpy(),
+                               rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("name, args", [("SiLU", ()), ("Softplus", (2.0, 5.0)), ("LeakyReLU", (0.2,)),
@@ -387,7 +401,8 @@ def test_attention_dropout_zeroes_weights_as_dropout_does():
     ("Softmin", (1,)), ("Tanhshrink", ()), ("Softshrink", (0.3,)), ("Hardshrink", ()),
     ("Threshold", (0.1, 20.0)), ("PReLU", ()), ("KLDivLoss", ()), ("AdaptiveAvgPool1d", (3,)),
     ("AdaptiveAvgPool2d", ((2, None),)), ("Upsample", (None, 2)), ("PixelShuffle", (2,)),
-    ("PixelUnshuffle", (2,)), ("Dropout2d", (0.2,))])
+    ("PixelUnshuffle", (2,)), ("Dropout2d", (0.2,)),
+    ("RMSNorm", (8,)), ("RMSNorm", ((2, 3), 1e-3, False))])
 def test_more_layers_have_torchs_repr(name, args):
     assert repr(getattr(tg.nn, name)(*args)) == repr(getattr(torch.nn, name)(*args))
 

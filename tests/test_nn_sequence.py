@@ -107,6 +107,83 @@ def test_transformer_encoder_matches_torch(kwargs):
     _close(xo.grad, xt.grad, 1e-4)
 
 
+@pytest.mark.parametrize("kwargs", [{}, {"norm_first": True, "activation": "gelu", "batch_first": True}], ids=str)
+def test_transformer_decoder_matches_torch(kwargs):
+    """Decoder layers stacked with a final norm: causal target mask, a memory padding mask,
+    outputs and gradients (target and memory) as torch's."""
+    ours, theirs = _pair("TransformerDecoderLayer", 8, 2, dim_feedforward=16, dropout=0.0, **kwargs)
+    stack_o = tg.nn.TransformerDecoder(ours, 2, norm=tg.nn.LayerNorm(8))
+    stack_t = torch.nn.TransformerDecoder(theirs, 2, norm=torch.nn.LayerNorm(8))
+    assert repr(stack_o) == repr(stack_t)
+    stack_t.load_state_dict({k: torch.tensor(v.numpy()) for k, v in stack_o.state_dict().items()})
+    batch_first = kwargs.get("batch_first", False)
+    tgt = RNG.standard_normal((2, 4, 8) if batch_first else (4, 2, 8)).astype(np.float32)
+    mem = RNG.standard_normal((2, 5, 8) if batch_first else (5, 2, 8)).astype(np.float32)
+    pad = np.zeros((2, 5), bool)
+    pad[1, 3:] = True
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(4)
+    np.testing.assert_array_equal(tg.nn.Transformer.generate_square_subsequent_mask(4).numpy(), causal.numpy())
+    to, tt = tg.tensor(tgt, requires_grad=True), torch.tensor(tgt, requires_grad=True)
+    mo, mt = tg.tensor(mem, requires_grad=True), torch.tensor(mem, requires_grad=True)
+    yo = stack_o(to, mo, tgt_mask=tg.tensor(causal.numpy()), memory_key_padding_mask=tg.tensor(pad),
+                 tgt_is_causal=True)
+    yt = stack_t(tt, mt, tgt_mask=causal, memory_key_padding_mask=torch.tensor(pad), tgt_is_causal=True)
+    _close(yo, yt)
+    yo.square().sum().backward()
+    yt.square().sum().backward()
+    _close(to.grad, tt.grad, 1e-4)
+    _close(mo.grad, mt.grad, 1e-4)
+    for p, q in zip(stack_o.parameters(), stack_t.parameters()):
+        _close(p.grad, q.grad, 1e-4)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"norm_first": True, "batch_first": True, "bias": False}], ids=str)
+def test_transformer_matches_torch_and_compiles(kwargs):
+    """nn.Transformer: parameter names, repr, outputs and gradients with torch's loaded from
+    ours; then a compiled training step (fullgraph) against eager."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's note on nested tensors with norm_first
+        ours, theirs = _pair("Transformer", 8, 2, 2, 1, dim_feedforward=12, dropout=0.0, **kwargs)
+    batch_first = kwargs.get("batch_first", False)
+    src = RNG.standard_normal((3, 5, 8) if batch_first else (5, 3, 8)).astype(np.float32)
+    tgt = RNG.standard_normal((3, 4, 8) if batch_first else (4, 3, 8)).astype(np.float32)
+    src_pad = np.zeros((3, 5), bool)
+    src_pad[0, 4:] = True
+    mask = tg.nn.Transformer.generate_square_subsequent_mask(4)
+    so, st = tg.tensor(src, requires_grad=True), torch.tensor(src, requires_grad=True)
+    yo = ours(so, tg.tensor(tgt), tgt_mask=mask, src_key_padding_mask=tg.tensor(src_pad),
+              memory_key_padding_mask=tg.tensor(src_pad))
+    yt = theirs(st, torch.tensor(tgt), tgt_mask=torch.tensor(mask.numpy()),
+                src_key_padding_mask=torch.tensor(src_pad), memory_key_padding_mask=torch.tensor(src_pad))
+    _close(yo, yt)
+    yo.square().sum().backward()
+    yt.square().sum().backward()
+    _close(so.grad, st.grad, 1e-4)
+    with pytest.raises(RuntimeError, match="the feature number of src and tgt must be equal to d_model"):
+        ours(tg.ones(3, 3, 8), tg.ones(3, 3, 6))
+
+    opt = tg.optim.SGD(ours.parameters(), lr=0.05)
+
+    def step(src, tgt):
+        opt.zero_grad()
+        loss = ours(src, tgt, tgt_mask=mask).square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    start = [p.detach().clone() for p in ours.parameters()]
+    x, y = tg.tensor(src), tg.tensor(tgt)
+    eager = [step(x, y).item() for _ in range(2)]
+    after = [p.detach().numpy().copy() for p in ours.parameters()]
+    with tg.no_grad():
+        for p, s in zip(ours.parameters(), start):
+            p.copy_(s)
+    compiled = tg.compile(step, backend="c", fullgraph=True)
+    np.testing.assert_allclose([compiled(x, y).item() for _ in range(2)], eager, rtol=1e-5)
+    for p, a in zip(ours.parameters(), after):
+        np.testing.assert_allclose(p.detach().numpy(), a, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("layer", ["LSTM", "GRU", "encoder"])
 def test_sequence_training_step_compiles_to_eager_values(layer):
     tg.manual_seed(0)

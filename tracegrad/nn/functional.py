@@ -879,3 +879,8 @@ from .losses_more import *  # noqa: E402,F401,F403  (more losses and distances)
 from .losses_more import __all__ as _losses  # noqa: E402
 
 __all__ += _losses
+
+from .functional_extra import *  # noqa: E402,F401,F403  (norms, dropouts, in-place activations)
+from .functional_extra import __all__ as _extra  # noqa: E402
+
+__all__ += _extra
