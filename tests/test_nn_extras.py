@@ -14,6 +14,8 @@ RNG = np.random.default_rng(4)
 X = RNG.standard_normal((4, 6))
 P = 1 / (1 + np.exp(-RNG.standard_normal((4, 6))))
 Y01 = (RNG.random((4, 6)) > 0.5).astype(np.float64)
+W24 = RNG.standard_normal((4, 6))
+BAG_IDX, BAG_OFF = np.array([1, 2, 3, 0, 3, 2, 1, 1]), np.array([0, 3, 3, 5])
 EDGES = np.array([[-4.0, -3.0, -2.5, -1.0, -0.0, 0.0], [0.5, 1.0, 2.0, 3.0, 3.5, 6.0],
                   [7.0, -7.0, 0.25, -0.25, 5.9, 6.1], [1e-3, -1e-3, 2.9, 3.1, -2.9, -3.1]])
 
@@ -82,12 +84,39 @@ FUNCTIONAL = {
     # functional_extra.py (these also compile: COMPILED below)
     "rms_norm": (lambda F, x, w: F.rms_norm(x.reshape(2, 2, 6), (2, 6), w[:2] + 0.5), [X, Y01]),
     "rms_norm-eps": (lambda F, x: F.rms_norm(x, (6,), eps=0.1), [X]),
+    "local_response_norm": (lambda F, x: F.local_response_norm(x.reshape(2, 3, 4), 3, 0.5, 0.6, 1.5), [X]),
+    "local_response_norm-4d": (lambda F, x: F.local_response_norm(x.reshape(1, 4, 2, 3), 2, 0.3), [X]),
+    "bilinear": (lambda F, x, y, w: F.bilinear(x[:, :2], y[:, :3] + x[:, 3:], w.reshape(4, 2, 3), w[0, :4]),
+                 [X, Y01, W24]),
+    "channel_shuffle": (lambda F, x: F.channel_shuffle(x.reshape(1, 6, 4), 3), [X]),
+    "pdist": (lambda F, x: F.pdist(x), [X]),
+    "pdist-p1.5": (lambda F, x: F.pdist(x.reshape(6, 4), 1.5), [X]),
+    "embedding_bag-mean": (lambda F, w, i, o: F.embedding_bag(i, w, o), [X, BAG_IDX, BAG_OFF]),
+    "embedding_bag-sum-weights": (lambda F, w, i, o: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=w[0, :2].repeat(4)),
+                                  [X, BAG_IDX, BAG_OFF]),
+    "embedding_bag-max-padding": (lambda F, w, i, o: F.embedding_bag(i, w, o, mode="max", padding_idx=3), [X, BAG_IDX, BAG_OFF]),
+    "embedding_bag-last-offset": (lambda F, w, i, o: F.embedding_bag(i, w, o, mode="mean", include_last_offset=True, padding_idx=0),
+                                  [X, BAG_IDX, np.append(BAG_OFF, 8)]),
+    "embedding_bag-2d": (lambda F, w, i: F.embedding_bag(i.reshape(2, 4), w, mode="max"), [X, BAG_IDX]),
+    "adaptive_max_pool2d": (lambda F, x: F.adaptive_max_pool2d(x.reshape(1, 2, 3, 4), (2, 3)), [X]),
+    "adaptive_max_pool1d": (lambda F, x: F.adaptive_max_pool1d(x.reshape(2, 2, 6), 4), [X]),
+    "lp_pool2d": (lambda F, x: F.lp_pool2d(x.reshape(1, 2, 3, 4), 2.0, 2, stride=1), [X]),
+    "lp_pool1d": (lambda F, x: F.lp_pool1d(x.reshape(2, 2, 6) ** 2 + 0.1, 1.5, 3, 2, ceil_mode=True), [X]),
+    "conv_transpose1d": (lambda F, x, w: F.conv_transpose1d(x.reshape(2, 2, 6), w.reshape(2, 3, 4), w[0, :3], stride=2,
+                                                            padding=1, output_padding=1), [X, W24]),
+    "conv_transpose1d-groups": (lambda F, x, w: F.conv_transpose1d(x.reshape(2, 12), w.reshape(2, 3, 4), groups=2,
+                                                                   dilation=2), [X, W24]),
+    "unfold-unbatched": (lambda F, x: F.unfold(x.reshape(1, 4, 6), (2, 3), padding=1, stride=(1, 2)), [X]),
+    "fold-unbatched": (lambda F, x: F.fold(x.reshape(6, 4), (3, 4), (2, 3)), [X]),
+    "rrelu-eval": (lambda F, x: F.rrelu(x, 0.1, 0.3), [EDGES]),
 }
 # the rows from functional_extra.py on: compiled (fullgraph, float32) against eager as well
 COMPILED = [name for name in FUNCTIONAL][list(FUNCTIONAL).index("rms_norm"):]
 
 # PyTorch's backward of these uses float32 constants (1/6; celu's 1/alpha) also for float64
 GRAD_RTOL = {"hardsigmoid": 1e-6, "hardswish": 1e-6, "celu": 1e-6}
+# in float32, compiled against eager (sums in another order)
+COMPILED_RTOL = {"pdist-p1.5": 1e-4, "lp_pool1d": 1e-4}
 
 
 def _tensors(lib, arrays):
@@ -113,7 +142,7 @@ def test_functional_compiles_to_eager_values(name):
     inputs = [tg.tensor(a.astype(np.float32) if a.dtype == np.float64 else a) for a in arrays]
     compiled = tg.compile(lambda *xs: fn(tg.nn.functional, *xs), backend="c", fullgraph=True)
     np.testing.assert_allclose(compiled(*inputs).numpy(), fn(tg.nn.functional, *inputs).numpy(),
-                               rtol=1e-5, atol=1e-6)
+                               rtol=COMPILED_RTOL.get(name, 1e-5), atol=1e-6)
 
 
 @pytest.mark.parametrize("name, args", [("SiLU", ()), ("Softplus", (2.0, 5.0)), ("LeakyReLU", (0.2,)),
@@ -231,6 +260,23 @@ def test_bad_arguments_are_named():
                                                       tg.ones(1, 2, 2, 4), enable_gqa=True)
     with pytest.raises(TypeError, match="unexpected keyword argument 'slope'"):
         tg.nn.LeakyReLU(slope=0.1)
+    F = tg.nn.functional
+    with pytest.raises(RuntimeError, match="Got 5 channels and 2 groups"):
+        F.channel_shuffle(tg.ones(1, 5, 2), 2)
+    with pytest.raises(ValueError, match="if input is 2D, then offsets has to be None"):
+        F.embedding_bag(tg.tensor([[0, 1]]), tg.ones(3, 2), tg.tensor([0]))
+    with pytest.raises(NotImplementedError, match="only supported for mode='sum' \\(got mode='mean'\\)"):
+        F.embedding_bag(tg.tensor([0, 1]), tg.ones(3, 2), tg.tensor([0]), per_sample_weights=tg.ones(2))
+    with pytest.raises(RuntimeError, match="pdist only supports 2D tensors, got: 3D"):
+        F.pdist(tg.ones(2, 3, 4))
+    with pytest.raises(ValueError, match="Softmax2d: expected input to be 3D or 4D, got 2D instead"):
+        tg.nn.Softmax2d()(tg.ones(2, 3))
+    with pytest.raises(ValueError, match="Expected 3D or higher dimensionality input \\(got 2 dimensions\\)"):
+        F.local_response_norm(tg.ones(2, 3), 2)
+    with pytest.raises(RuntimeError, match="input sizes 2 and 3 do not match weight of size \\[4, 2, 2\\]"):
+        F.bilinear(tg.ones(5, 2), tg.ones(5, 3), tg.ones(4, 2, 2))
+    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but got 1.5"):
+        F.alpha_dropout(tg.ones(3), 1.5, True)
 
 
 def test_binary_cross_entropy_differentiates_twice_and_compiles():
@@ -402,7 +448,13 @@ def test_attention_dropout_zeroes_weights_as_dropout_does():
     ("Threshold", (0.1, 20.0)), ("PReLU", ()), ("KLDivLoss", ()), ("AdaptiveAvgPool1d", (3,)),
     ("AdaptiveAvgPool2d", ((2, None),)), ("Upsample", (None, 2)), ("PixelShuffle", (2,)),
     ("PixelUnshuffle", (2,)), ("Dropout2d", (0.2,)),
-    ("RMSNorm", (8,)), ("RMSNorm", ((2, 3), 1e-3, False))])
+    ("RMSNorm", (8,)), ("RMSNorm", ((2, 3), 1e-3, False)), ("LocalResponseNorm", (3,)),
+    ("Bilinear", (3, 4, 5)), ("Dropout1d", (0.3,)), ("AlphaDropout", (0.2,)), ("Softmax2d", ()),
+    ("ChannelShuffle", (2,)), ("Unfold", (3, 1, 1)), ("Fold", ((4, 5), 2)),
+    ("UpsamplingNearest2d", (None, 2)), ("UpsamplingBilinear2d", ((3, 4),)), ("AdaptiveMaxPool1d", (3,)),
+    ("AdaptiveMaxPool2d", ((2, None), True)), ("LPPool1d", (2, 3)), ("LPPool2d", (1.5, (2, 3), 1, True)),
+    ("ConvTranspose1d", (2, 3, 4, 2)), ("ConvTranspose1d", (2, 4, 3, 1, 1, 0, 2, False, 2)),
+    ("EmbeddingBag", (10, 3)), ("RReLU", ()), ("RReLU", (0.1, 0.2, True))])
 def test_more_layers_have_torchs_repr(name, args):
     assert repr(getattr(tg.nn, name)(*args)) == repr(getattr(torch.nn, name)(*args))
 
@@ -488,3 +540,149 @@ def test_inplace_activations_write_their_input_as_torch(name, args):
     assert repr(mod_o) == repr(mod_t)
     assert mod_o(ours) is ours and mod_t(theirs) is theirs
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+# layers of layers_extra.py: (constructor args, input builder from the library); torch's layer
+# is loaded with ours' state dict, then outputs and gradients of the first input compared
+EXTRA_LAYERS = {
+    "RMSNorm": ((6,), lambda L: [L.tensor(X)]),
+    "Bilinear": ((2, 3, 4), lambda L: [L.tensor(X[:, :2], requires_grad=True), L.tensor(Y01[:, :3])]),
+    "ConvTranspose1d": ((2, 4, 3, 2, 1, 1), lambda L: [L.tensor(X.reshape(2, 2, 6), requires_grad=True)]),
+    "EmbeddingBag": ((5, 3, None, 2.0, False, "max", False, None, False, 2),
+                     lambda L: [L.tensor(BAG_IDX), L.tensor(BAG_OFF)]),
+    "Softmax2d": ((), lambda L: [L.tensor(X.reshape(2, 3, 4), requires_grad=True)]),
+    "UpsamplingBilinear2d": ((None, 2), lambda L: [L.tensor(X.reshape(1, 2, 3, 4), requires_grad=True)]),
+    "UpsamplingNearest2d": (((4, 7),), lambda L: [L.tensor(X.reshape(1, 2, 3, 4), requires_grad=True)]),
+    "Fold": (((3, 4), (2, 3)), lambda L: [L.tensor(X.reshape(1, 6, 4), requires_grad=True)]),
+    "Unfold": (((2, 3), 1, 1, 2), lambda L: [L.tensor(X.reshape(1, 1, 4, 6), requires_grad=True)]),
+    "LocalResponseNorm": ((2,), lambda L: [L.tensor(X.reshape(2, 3, 4), requires_grad=True)]),
+    "RReLU": ((0.2, 0.4), lambda L: [L.tensor(EDGES, requires_grad=True)]),  # (eval mode)
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXTRA_LAYERS))
+def test_extra_layers_match_torch_with_loaded_state(name):
+    args, inputs = EXTRA_LAYERS[name]
+    tg.manual_seed(0)
+    ours, theirs = getattr(tg.nn, name)(*args).double().eval(), getattr(torch.nn, name)(*args).double().eval()
+    assert repr(ours) == repr(theirs)
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    ours.load_state_dict({k: tg.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    oi, ti = inputs(tg), inputs(torch)
+    yo, yt = ours(*oi), theirs(*ti)
+    np.testing.assert_allclose(yo.detach().numpy(), yt.detach().numpy(), rtol=1e-10, atol=1e-12)
+    cot = RNG.standard_normal(tuple(yt.shape))
+    yo.backward(tg.tensor(cot))
+    yt.backward(torch.tensor(cot))
+    for a, b in [(p, q) for p, q in zip(ours.parameters(), theirs.parameters())] + \
+            [(a, b) for a, b in zip(oi, ti) if b.requires_grad]:
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_adaptive_max_pool_indices_match_torch():
+    x = RNG.standard_normal((2, 3, 7, 5))
+    x[0, 0, :2, :2] = 9.0  # ties: the first maximum's index, as torch's
+    for size in [(3, 2), (4, None), 1, (7, 5)]:
+        ours = tg.nn.AdaptiveMaxPool2d(size, return_indices=True)(tg.tensor(x))
+        theirs = torch.nn.AdaptiveMaxPool2d(size, return_indices=True)(torch.tensor(x))
+        np.testing.assert_array_equal(ours[0].numpy(), theirs[0].numpy())
+        np.testing.assert_array_equal(ours[1].numpy(), theirs[1].numpy())
+    ours = tg.nn.functional.adaptive_max_pool1d(tg.tensor(x[0, :, :, 0]), 3, return_indices=True)
+    theirs = torch.nn.functional.adaptive_max_pool1d(torch.tensor(x[0, :, :, 0]), 3, return_indices=True)
+    np.testing.assert_array_equal(ours[1].numpy(), theirs[1].numpy())
+    with pytest.raises(RuntimeError, match="Expected 3D or 4D tensor"):
+        tg.nn.functional.adaptive_max_pool2d(tg.ones(4, 4), 2)
+
+
+@pytest.mark.parametrize("name, args", [("relu_", ()), ("elu_", (0.5,)), ("leaky_relu_", (0.2,)),
+                                        ("hardtanh_", (-0.5, 2.0)), ("selu_", ()), ("celu_", (0.7,)),
+                                        ("threshold_", (0.5, -3.0)), ("rrelu_", (0.1, 0.3))])
+def test_inplace_functional_activations_write_their_input_as_torch(name, args):
+    ours, theirs = tg.tensor(EDGES), torch.tensor(EDGES)
+    assert getattr(tg.nn.functional, name)(ours, *args) is ours
+    assert getattr(torch.nn.functional, name)(theirs, *args) is theirs
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+
+
+def test_parameter_dict_registers_and_loads_as_torchs():
+    ours = tg.nn.ParameterDict({"a": tg.ones(2), "b": tg.nn.Parameter(tg.zeros(2, 3, dtype=tg.float64))})
+    theirs = torch.nn.ParameterDict({"a": torch.ones(2), "b": torch.nn.Parameter(torch.zeros(2, 3, dtype=torch.float64))})
+    assert repr(ours) == repr(theirs)
+    assert isinstance(ours["a"], tg.nn.Parameter) and "b" in ours and len(ours) == 2
+    holder = tg.nn.Module()
+    holder.params = ours
+    assert [n for n, _ in holder.named_parameters()] == ["params.a", "params.b"]
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) + 1 for k, v in ours.state_dict().items()})
+    ours.load_state_dict({k: tg.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    np.testing.assert_array_equal(ours["b"].detach().numpy(), np.ones((2, 3)))
+    del ours["a"]
+    assert list(ours.keys()) == ["b"]
+
+
+def _same_seed(fn, *args):
+    tg.manual_seed(5)
+    return fn(*args).numpy()
+
+
+@pytest.mark.parametrize("name", ["dropout1d", "alpha_dropout"])
+def test_channel_and_alpha_dropout(name):
+    """dropout1d zeroes whole channels (the rest scaled by 1/(1-p)); alpha_dropout keeps a
+    standard normal input's mean and variance, dropped elements all at one value; both
+    compile (fullgraph) to the eager values under the same seed."""
+    F = tg.nn.functional
+    if name == "dropout1d":
+        x = tg.ones(8, 50, 3)
+        y = F.dropout1d(x, 0.4).numpy()
+        assert set(np.unique(y)) <= {0.0, np.float32(1 / 0.6)} and (y == y[:, :, :1]).all()
+        assert 0.45 < (y[:, :, 0] > 0).mean() < 0.75
+        assert F.dropout1d(x, 0.4, training=False) is x
+        with pytest.raises(RuntimeError, match="Expected 2D or 3D input"):
+            F.dropout1d(tg.ones(2, 3, 4, 5), 0.5)
+        fn = lambda x: F.dropout1d(x, 0.4) * 2  # noqa: E731
+    else:
+        x = tg.tensor(np.random.default_rng(0).standard_normal(200_000).astype(np.float32))
+        y = F.alpha_dropout(x, 0.3, training=True).numpy()
+        assert abs(y.mean()) < 0.02 and abs(y.std() - 1) < 0.02
+        alpha = 1.7580993408473766  # dropped elements: -alpha a (1 - p), a = 1/sqrt((alpha^2 p + 1)(1 - p))
+        dropped = -alpha * (1 - 0.3) / np.sqrt((alpha ** 2 * 0.3 + 1) * (1 - 0.3))
+        assert 0.29 < np.isclose(y, dropped, rtol=1e-6).mean() < 0.31
+        assert F.alpha_dropout(x, 0.3) is x  # (training=False by default, as torch's)
+        fn = lambda x: F.alpha_dropout(x, 0.3, True) * 2  # noqa: E731
+    compiled = tg.compile(fn, backend="c", fullgraph=True)
+    np.testing.assert_allclose(_same_seed(compiled, x), _same_seed(fn, x), rtol=1e-6, atol=1e-6)
+
+
+def test_gumbel_softmax_samples_the_softmax():
+    """Random: the shape, rows summing to 1, hard samples one-hot with the soft sample's
+    gradient (straight through), and argmax frequencies near softmax(logits)."""
+    F = tg.nn.functional
+    tg.manual_seed(0)
+    logits = tg.tensor(np.tile([0.0, 1.0, 2.0], (20_000, 1)), requires_grad=True)
+    soft = F.gumbel_softmax(logits, tau=0.5)
+    assert soft.shape == (20_000, 3)
+    np.testing.assert_allclose(soft.detach().numpy().sum(1), 1.0, rtol=1e-12)
+    hard = F.gumbel_softmax(logits, hard=True, dim=1)
+    h = hard.detach().numpy()
+    assert set(np.unique(h)) == {0.0, 1.0} and (h.sum(1) == 1).all()
+    want = np.exp([0.0, 1.0, 2.0]) / np.exp([0.0, 1.0, 2.0]).sum()
+    np.testing.assert_allclose(h.mean(0), want, atol=0.015)
+    (hard * tg.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert np.isfinite(logits.grad.numpy()).all() and np.abs(logits.grad.numpy()).sum() > 0
+    np.testing.assert_allclose(logits.grad.numpy().sum(1), 0.0, atol=1e-9)  # softmax's gradient
+
+
+def test_rrelu_training_draws_slopes_between_its_bounds():
+    F = tg.nn.functional
+    tg.manual_seed(0)
+    x = tg.tensor(-np.ones(50_000) * 2.0, requires_grad=True)
+    y = F.rrelu(x, 0.1, 0.3, training=True)
+    slopes = y.detach().numpy() / -2.0
+    assert slopes.min() >= 0.1 and slopes.max() <= 0.3 and abs(slopes.mean() - 0.2) < 0.005
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), slopes, rtol=1e-12)  # d(a x)/dx = a
+    positive = tg.tensor([1.0, 2.0])
+    np.testing.assert_array_equal(F.rrelu(positive, training=True).numpy(), [1.0, 2.0])
+    layer = tg.nn.RReLU(0.1, 0.3)
+    assert not np.allclose(layer(x).detach().numpy(), layer.eval()(x).detach().numpy())
+    np.testing.assert_allclose(layer(x).detach().numpy(), -0.4)

@@ -12,7 +12,7 @@ tracegrad.Size([8, 4])
 from . import functional, init, utils
 from .activation import ELU, GLU, Hardtanh, LeakyReLU, LogSigmoid, Mish, SiLU, Softplus, Softsign
 from .batchnorm import BatchNorm1d, BatchNorm2d, GroupNorm
-from .container import ModuleDict, ModuleList, ParameterList, Sequential
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, MaxPool1d, MaxPool2d
 from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, LogSoftmax,
                      ReLU, Sigmoid, Softmax, Tanh, Unflatten)
@@ -25,7 +25,10 @@ from .layers_more import (LAYERS_MORE, CELU, SELU, AdaptiveAvgPool1d, AdaptiveAv
                           PairwiseDistance, PixelShuffle, PixelUnshuffle, PoissonNLLLoss, PReLU,
                           ReLU6, Softmin, SoftMarginLoss, Softshrink, Tanhshrink, Threshold,
                           TripletMarginLoss, Upsample)
-from .layers_extra import LAYERS_EXTRA, RMSNorm  # noqa: F401
+from .layers_extra import (LAYERS_EXTRA, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AlphaDropout,  # noqa: F401
+                           Bilinear, ChannelShuffle, ConvTranspose1d, Dropout1d, EmbeddingBag, Fold,
+                           LocalResponseNorm, LPPool1d, LPPool2d, RMSNorm, RReLU, Softmax2d, Unfold,
+                           UpsamplingBilinear2d, UpsamplingNearest2d)
 from .module import Module
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
@@ -37,7 +40,7 @@ from .padding import (PADDING_MODULES, CircularPad1d, CircularPad2d, CircularPad
 from .parameter import Parameter
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "ModuleList",
-           "ModuleDict", "ParameterList", "Linear", "Identity", "Flatten", "Unflatten", "ReLU",
+           "ModuleDict", "ParameterList", "ParameterDict", "Linear", "Identity", "Flatten", "Unflatten", "ReLU",
            "Tanh", "Sigmoid", "GELU", "SiLU", "Softplus", "LeakyReLU", "ELU", "Mish", "Hardtanh",
            "LogSigmoid", "Softsign", "GLU", "Softmax", "LogSoftmax", "Dropout", "LayerNorm",
            "BatchNorm1d", "BatchNorm2d", "GroupNorm", "Embedding", "Conv1d", "Conv2d",

@@ -856,18 +856,29 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """PyTorch's ``F.unfold`` (im2col) on a 4-D input: (N, C*kh*kw, L)."""
+    """PyTorch's ``F.unfold`` (im2col): ``(N, C, H, W)`` to ``(N, C*kh*kw, L)``, or unbatched
+    ``(C, H, W)`` to ``(C*kh*kw, L)``."""
+    if input.ndim not in (3, 4):
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
+    x = T.unsqueeze(input, 0) if input.ndim == 3 else input
     ph, pw = _pair(padding, "padding")
-    return N.UNFOLD2D(input, kernel=_pair(kernel_size, "kernel_size"), stride=_pair(stride, "stride"),
-                      padding=((ph, ph), (pw, pw)), dilation=_pair(dilation, "dilation"))
+    out = N.UNFOLD2D(x, kernel=_pair(kernel_size, "kernel_size"), stride=_pair(stride, "stride"),
+                     padding=((ph, ph), (pw, pw)), dilation=_pair(dilation, "dilation"))
+    return T.squeeze(out, 0) if input.ndim == 3 else out
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """PyTorch's ``F.fold`` (col2im, summing overlaps), the transpose of ``unfold``."""
+    """PyTorch's ``F.fold`` (col2im, summing overlaps), the transpose of ``unfold``:
+    ``(N, C*kh*kw, L)`` to ``(N, C, H, W)``, or unbatched ``(C*kh*kw, L)`` to ``(C, H, W)``."""
+    if input.ndim not in (2, 3):
+        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are "
+                                  f"supported (got {input.ndim}D)")
+    x = T.unsqueeze(input, 0) if input.ndim == 2 else input
     ph, pw = _pair(padding, "padding")
-    return N.FOLD2D(input, output_size=_pair(output_size, "output_size"),
-                    kernel=_pair(kernel_size, "kernel_size"), stride=_pair(stride, "stride"),
-                    padding=((ph, ph), (pw, pw)), dilation=_pair(dilation, "dilation"))
+    out = N.FOLD2D(x, output_size=_pair(output_size, "output_size"),
+                   kernel=_pair(kernel_size, "kernel_size"), stride=_pair(stride, "stride"),
+                   padding=((ph, ph), (pw, pw)), dilation=_pair(dilation, "dilation"))
+    return T.squeeze(out, 0) if input.ndim == 2 else out
 
 
 from .functional_more import *  # noqa: E402,F401,F403  (more of torch.nn.functional)
@@ -879,6 +890,11 @@ from .losses_more import *  # noqa: E402,F401,F403  (more losses and distances)
 from .losses_more import __all__ as _losses  # noqa: E402
 
 __all__ += _losses
+
+from .functional_pool import *  # noqa: E402,F401,F403  (adaptive max, Lp pooling, conv_transpose1d)
+from .functional_pool import __all__ as _pool  # noqa: E402
+
+__all__ += _pool
 
 from .functional_extra import *  # noqa: E402,F401,F403  (norms, dropouts, in-place activations)
 from .functional_extra import __all__ as _extra  # noqa: E402

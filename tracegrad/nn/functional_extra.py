@@ -14,7 +14,9 @@ import numpy as np
 
 from .. import functional as T
 
-__all__ = ["rms_norm"]
+__all__ = ["rms_norm", "local_response_norm", "bilinear", "channel_shuffle", "pdist", "embedding_bag",
+           "dropout1d", "alpha_dropout", "gumbel_softmax", "rrelu", "relu_", "elu_", "leaky_relu_",
+           "hardtanh_", "selu_", "celu_", "threshold_", "rrelu_"]
 
 
 def _trailing(input, normalized_shape, name):
@@ -35,3 +37,263 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         eps = float(np.finfo(input.dtype.np).eps)
     out = T.mul(input, T.rsqrt(T.add(T.mean(T.mul(input, input), dims, keepdim=True), eps)))
     return out if weight is None else T.mul(out, weight)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """``x / (k + alpha * mean of x^2 over size neighbouring channels)^beta``; the window is
+    zero-padded by ``size // 2`` channels before and ``(size - 1) // 2`` after, as PyTorch's."""
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
+    n, c = input.shape[0], input.shape[1]
+    sq = T.reshape(T.mul(input, input), (n, c, -1))
+    from .functional import pad
+
+    padded = pad(sq, (0, 0, size // 2, (size - 1) // 2))
+    total = padded[:, 0:c]
+    for i in range(1, size):
+        total = T.add(total, padded[:, i:i + c])
+    div = T.pow(T.add(T.mul(T.div(total, float(size)), alpha), k), beta)
+    return T.div(input, T.reshape(div, tuple(input.shape)))
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``x1^T A_o x2 + b_o`` for each output feature ``o``; weight ``(out, in1, in2)``."""
+    from ..einsum import einsum
+
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {list(input1.shape[:-1])} "
+                           f"and {list(input2.shape[:-1])}")
+    if weight.ndim != 3 or (input1.shape[-1], input2.shape[-1]) != tuple(weight.shape[1:]):
+        raise RuntimeError(f"bilinear(): input sizes {input1.shape[-1]} and {input2.shape[-1]} do not match "
+                           f"weight of size {list(weight.shape)} (out_features, in1_features, in2_features)")
+    out = einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out if bias is None else T.add(out, bias)
+
+
+def channel_shuffle(input, groups):
+    """``(N, C, *)`` with its channels as a ``(groups, C / groups)`` grid, transposed."""
+    if input.ndim < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input "
+                           f"with sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    n, c, *rest = input.shape
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and "
+                           f"{groups} groups.")
+    x = T.transpose(T.reshape(input, (n, groups, c // groups, *rest)), 1, 2)
+    return T.reshape(x, tuple(input.shape))
+
+
+def pdist(input, p=2):
+    """The p-norm distances between the rows of an ``(N, M)`` input, for each pair ``i < j``
+    in row-major order (``N (N - 1) / 2`` of them)."""
+    from ..composites import norm
+    from ..ops import index as I
+
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    i, j = np.triu_indices(input.shape[0], 1)
+    rows = lambda idx: I.INDEX(input, T.to_tensor(idx.astype(np.int64)), dim=0)  # noqa: E731
+    return norm(T.sub(rows(i), rows(j)), p, -1)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """Sums, means or maxima of bags of ``weight`` rows: the rows of a 2-D ``input``, or the
+    runs of a 1-D ``input`` that ``offsets`` start. Entries equal to ``padding_idx`` are left
+    out (and not counted by the mean); an empty bag gives zeros. Made of a ``(bags, indices)``
+    membership matrix, so the offsets may be data of a compiled program."""
+    from .. import creation
+    from ..ops import index as I
+    from .functional import embedding
+
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    if max_norm is not None or scale_grad_by_freq:
+        raise NotImplementedError("embedding_bag: max_norm and scale_grad_by_freq are not supported")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is "
+                                  f"only supported for mode='sum' (got mode='{mode}'). Please open a "
+                                  f"feature request on GitHub.")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a "
+                             "mini-batch of fixed length sequences. However, found offsets of type "
+                             f"{type(offsets).__name__}")
+        bags, length = input.shape
+        offsets = creation.arange(0, bags * length, length)
+        input = T.reshape(input, (-1,))
+        if per_sample_weights is not None:
+            per_sample_weights = T.reshape(per_sample_weights, (-1,))
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    n = input.shape[0]
+    ends = T.cat([offsets[1:], T.cast(creation.full((1,), n), offsets.dtype)])
+    starts = offsets
+    if include_last_offset:
+        starts, ends = offsets[:-1], offsets[1:]
+    position = creation.arange(n)
+    member = T.logical_and(T.ge(position, T.unsqueeze(starts, 1)), T.lt(position, T.unsqueeze(ends, 1)))
+    if padding_idx is not None:
+        pad = padding_idx % weight.shape[0] if padding_idx < 0 else padding_idx
+        member = T.logical_and(member, T.ne(input, pad))
+    rows = embedding(input, weight)  # (n, dim)
+    if mode == "max":
+        masked = T.where(T.unsqueeze(member, -1), T.unsqueeze(rows, 0), float("-inf"))  # (bags, n, dim)
+        arg = T.argmax(masked, 1, keepdim=True)  # the first maximum, whose row gets the gradient
+        best = T.squeeze(I.GATHER(masked, arg, dim=1), 1)
+        return T.where(T.unsqueeze(T.amax(member, 1), -1), best, 0.0)
+    if per_sample_weights is not None:
+        rows = T.mul(rows, T.unsqueeze(per_sample_weights, -1))
+    weights = T.cast(member, rows.dtype)
+    out = T.matmul(weights, rows)
+    if mode == "mean":
+        out = T.div(out, T.unsqueeze(T.clamp(T.sum(weights, 1), min=1.0), -1))
+    return out
+
+
+# ----------------------------------------------------------------------------- randomness
+def _check_p(p):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels (dim 1 of ``(N, C, L)``, dim 0 of ``(C, L)``) with probability
+    ``p``, scaling the rest by ``1 / (1 - p)``."""
+    from .functional_more import dropout2d
+
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note "
+                           "that dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
+                           "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
+                           "inputs).")
+    unbatched = input.ndim == 2
+    x = T.unsqueeze(input, 0) if unbatched else input
+    out = dropout2d(T.unsqueeze(x, -1), p, training)  # a channel per (N, C) of (N, C, L, 1)
+    out = T.squeeze(T.squeeze(out, -1), 0) if unbatched else T.squeeze(out, -1)
+    return _inplace_result(input, out, inplace)
+
+
+_SELU_ALPHA_PRIME = 1.7580993408473766  # -SELU's scale * alpha: the value SELU saturates to
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout for SELU networks, as PyTorch's: dropped elements become the saturation value,
+    then an affine map ``a x + b`` keeps the mean and variance."""
+    from ..ops import nn as N
+    from .. import creation
+
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return _inplace_result(input, T.mul(input, 0.0), inplace)
+    a = 1.0 / np.sqrt((_SELU_ALPHA_PRIME ** 2 * p + 1) * (1 - p))
+    keep = T.mul(N.DROPOUT_MASK(creation.seed_tensor(), shape=tuple(input.shape), p=float(p),
+                                dtype=input.dtype), 1.0 - p)  # 1 kept, 0 dropped
+    b = T.add(T.mul(T.sub(keep, 1.0), _SELU_ALPHA_PRIME * a), _SELU_ALPHA_PRIME * a * p)
+    return _inplace_result(input, T.add(T.mul(input, T.mul(keep, a)), b), inplace)
+
+
+def _uniform(like, low, high):
+    """Uniform noise shaped as ``like``, drawn eagerly from ``tg.manual_seed``'s generator (a
+    compiled function breaks its graph here: no traced uniform op exists yet)."""
+    from .. import creation
+
+    return T.add(T.mul(creation.rand(*like.shape, dtype=like.dtype), high - low), low)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """``softmax((logits + g) / tau)`` with Gumbel noise ``g = -log(-log(U))``; ``hard`` gives
+    the one-hot of its maximum, with the soft sample's gradient (straight-through)."""
+    from .functional import softmax
+
+    gumbels = T.neg(T.log(T.neg(T.log(_uniform(logits, 0.0, 1.0)))))
+    soft = softmax(T.div(T.add(logits, gumbels), tau), dim)
+    if not hard:
+        return soft
+    index = T.argmax(soft, dim, keepdim=True)
+    from .. import creation
+
+    positions = creation.arange(soft.shape[dim])
+    shape = [1] * soft.ndim
+    shape[dim] = soft.shape[dim]
+    one_hot = T.cast(T.eq(T.reshape(positions, tuple(shape)), index), soft.dtype)
+    return T.add(T.sub(one_hot, soft.detach()), soft)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """``x`` where positive, ``a x`` elsewhere: ``a`` uniform in ``[lower, upper]`` per element
+    while training, ``(lower + upper) / 2`` in eval (then it is leaky_relu)."""
+    from .functional import leaky_relu
+
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    slope = _uniform(input, lower, upper)
+    return _inplace_result(input, T.where(T.gt(input, 0), input, T.mul(input, slope)), inplace)
+
+
+# ----------------------------------------------------------------------------- in place
+def _inplace_result(input, out, inplace):
+    from .functional import _inplace_result as write  # (the rule of functional.py's activations)
+
+    return write(input, out, inplace)
+
+
+def relu_(input):
+    from .functional import relu
+
+    return relu(input, inplace=True)
+
+
+def elu_(input, alpha=1.0):
+    from .functional import elu
+
+    return elu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    from .functional import leaky_relu
+
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    from .functional import hardtanh
+
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def selu_(input):
+    from .functional_more import selu
+
+    return selu(input, inplace=True)
+
+
+def celu_(input, alpha=1.0):
+    from .functional_more import celu
+
+    return celu(input, alpha, inplace=True)
+
+
+def threshold_(input, threshold, value):
+    from .functional_more import threshold as threshold_fn
+
+    return threshold_fn(input, threshold, value, inplace=True)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, inplace=True)
