@@ -109,6 +109,16 @@ FUNCTIONAL = {
     "unfold-unbatched": (lambda F, x: F.unfold(x.reshape(1, 4, 6), (2, 3), padding=1, stride=(1, 2)), [X]),
     "fold-unbatched": (lambda F, x: F.fold(x.reshape(6, 4), (3, 4), (2, 3)), [X]),
     "rrelu-eval": (lambda F, x: F.rrelu(x, 0.1, 0.3), [EDGES]),
+    # losses_more.py: margins exactly at their hinge (no gradient there, as torch's kernels)
+    "multi_margin_loss-hinge": (lambda F, x, t: F.multi_margin_loss(x, t, reduction="none"),
+                                [np.array([[1.0, 0.0, 0.5], [0.0, 2.0, 1.0]]), np.array([0, 1])]),
+    "multi_margin_loss-p2-weight": (lambda F, x, t, w: F.multi_margin_loss(x, t, p=2, margin=0.5, weight=w[0]),
+                                    [X, np.array([0, 3, 5, 1]), P]),
+    "multilabel_margin_loss-hinge": (lambda F, x, t: F.multilabel_margin_loss(x, t, reduction="sum"),
+                                     [np.array([[1.0, 0.0, 0.5], [0.0, 2.0, 1.0]]), np.array([[0, -1, 2], [1, 1, -1]])]),
+    "multilabel_margin_loss-1d": (lambda F, x, t: F.multilabel_margin_loss(x[0], t), [X, np.array([4, 0, 2, -1, 1, 1])]),
+    "triplet_margin_with_distance_loss": (lambda F, a, p, n: F.triplet_margin_with_distance_loss(
+        a, p, n, distance_function=lambda u, v: 1.0 - F.cosine_similarity(u, v), margin=0.5, swap=True), [X, P, Y01]),
 }
 # the rows from functional_extra.py on: compiled (fullgraph, float32) against eager as well
 COMPILED = [name for name in FUNCTIONAL][list(FUNCTIONAL).index("rms_norm"):]
@@ -511,6 +521,9 @@ LOSSES = {  # name: (constructor args, input arrays; targets as the torch module
     "PairwiseDistance": ((1.5,), [X, P]),
     "CosineSimilarity": ((0,), [X, P]),
     "InstanceNorm1d": ((2, 1e-4), [X.reshape(2, 2, 6)]),
+    "MultiMarginLoss": ((2, 0.7), [X, np.array([5, 0, 2, 2])]),
+    "MultiLabelMarginLoss": ((), [X, np.array([[0, 1, -1, 2, 3, 4], [5, 4, 3, 2, 1, 0], [-1, 0, 0, 0, 0, 0], [2, 2, 3, -1, -1, 0]])]),
+    "TripletMarginWithDistanceLoss": ((), [X, P, Y01]),
 }
 
 
@@ -527,7 +540,7 @@ def test_more_losses_and_distances_match_torch(name):
     yt.backward(torch.tensor(cot))
     np.testing.assert_allclose(oi[0].grad.numpy(), ti[0].grad.numpy(), rtol=1e-9, atol=1e-12)
     compiled = tg.compile(lambda *xs: ours(*xs), backend="c", fullgraph=True)
-    f32 = [tg.tensor(a.astype(np.float32)) for a in arrays]
+    f32 = [tg.tensor(a.astype(np.float32) if a.dtype == np.float64 else a) for a in arrays]
     np.testing.assert_allclose(compiled(*f32).numpy(), ours(*f32).detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
@@ -686,3 +699,27 @@ def test_rrelu_training_draws_slopes_between_its_bounds():
     layer = tg.nn.RReLU(0.1, 0.3)
     assert not np.allclose(layer(x).detach().numpy(), layer.eval()(x).detach().numpy())
     np.testing.assert_allclose(layer(x).detach().numpy(), -0.4)
+
+
+def test_margin_loss_modules_options_match_torch():
+    """MultiMarginLoss's weight buffer, TripletMarginWithDistanceLoss with a distance given
+    (a plain function: not a submodule) and swap, and their argument checks."""
+    w = P[0]
+    ours, theirs = tg.nn.MultiMarginLoss(weight=tg.tensor(w), reduction="sum"), \
+        torch.nn.MultiMarginLoss(weight=torch.tensor(w), reduction="sum")
+    assert list(ours.state_dict()) == list(theirs.state_dict()) == ["weight"]
+    t = np.array([1, 0, 5, 3])
+    np.testing.assert_allclose(ours(tg.tensor(X), tg.tensor(t)).numpy(),
+                               theirs(torch.tensor(X), torch.tensor(t)).numpy(), rtol=1e-12)
+    dist = (lambda L: lambda a, b: (a - b).abs().sum(-1))
+    ours = tg.nn.TripletMarginWithDistanceLoss(distance_function=dist(tg), margin=0.3, swap=True)
+    theirs = torch.nn.TripletMarginWithDistanceLoss(distance_function=dist(torch), margin=0.3, swap=True)
+    assert repr(ours) == repr(theirs)
+    np.testing.assert_allclose(ours(*[tg.tensor(a) for a in (X, P, Y01)]).numpy(),
+                               theirs(*[torch.tensor(a) for a in (X, P, Y01)]).numpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match="only p == 1 and p == 2 supported"):
+        tg.nn.MultiMarginLoss(p=3)
+    with pytest.raises(ValueError, match="expected margin to be greater than 0, got 0 instead"):
+        tg.nn.TripletMarginWithDistanceLoss(margin=0)
+    with pytest.raises(RuntimeError, match="inconsistent target size"):
+        tg.nn.functional.multilabel_margin_loss(tg.ones(2, 3), tg.tensor([[0, 1], [1, 2]]))

@@ -16,8 +16,9 @@ from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Seq
 from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, MaxPool1d, MaxPool2d
 from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, LogSoftmax,
                      ReLU, Sigmoid, Softmax, Tanh, Unflatten)
-from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
-                   SmoothL1Loss)
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
+                   MultiLabelMarginLoss, MultiMarginLoss, NLLLoss, SmoothL1Loss,
+                   TripletMarginWithDistanceLoss)
 from .layers_more import (LAYERS_MORE, CELU, SELU, AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa: F401
                           CosineEmbeddingLoss, CosineSimilarity, Dropout2d, GaussianNLLLoss,
                           Hardshrink, Hardsigmoid, Hardswish, HingeEmbeddingLoss, InstanceNorm1d,
@@ -46,6 +47,7 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "BatchNorm1d", "BatchNorm2d", "GroupNorm", "Embedding", "Conv1d", "Conv2d",
            "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "MSELoss", "L1Loss",
            "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
+           "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss",
            *PADDING_MODULES, *LAYERS_MORE, *LAYERS_EXTRA,
            "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
            "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",

@@ -1,5 +1,6 @@
 """Loss modules: MSELoss, L1Loss, SmoothL1Loss, HuberLoss, CrossEntropyLoss, NLLLoss, BCELoss,
-BCEWithLogitsLoss (PyTorch's arguments).
+BCEWithLogitsLoss, MultiMarginLoss, MultiLabelMarginLoss, TripletMarginWithDistanceLoss
+(PyTorch's arguments).
 
 >>> import tracegrad as tg
 >>> loss = tg.nn.CrossEntropyLoss()
@@ -109,3 +110,53 @@ class BCELoss(_Loss):
 
     def forward(self, input, target):
         return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class MultiMarginLoss(_Loss):
+    """Multi-class hinge loss on scores ``(N, C)`` and class indices; ``weight`` a buffer."""
+
+    def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(reduction)
+        if p not in (1, 2):
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.ndim != 1:
+            raise ValueError(f"MultiMarginLoss: expected weight to be None or 1D tensor, got {weight.ndim}D "
+                             "instead")
+        self.register_buffer("weight", weight)
+        self.p, self.margin = p, margin
+
+    def forward(self, input, target):
+        return F.multi_margin_loss(input, target, p=self.p, margin=self.margin, weight=self.weight,
+                                   reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """Multilabel hinge loss; each target row lists classes, ended by -1."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(reduction)
+
+    def forward(self, input, target):
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """``F.triplet_margin_with_distance_loss``; the default distance is a PairwiseDistance
+    submodule, as PyTorch's."""
+
+    def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+        super().__init__(reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
+                             f"{margin} instead")
+        if distance_function is None:
+            from .layers_more import PairwiseDistance  # (layers_more imports this file)
+
+            distance_function = PairwiseDistance()
+        self.distance_function, self.margin, self.swap = distance_function, margin, swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_with_distance_loss(anchor, positive, negative,
+                                                   distance_function=self.distance_function,
+                                                   margin=self.margin, swap=self.swap,
+                                                   reduction=self.reduction)

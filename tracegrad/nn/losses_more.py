@@ -1,7 +1,8 @@
 """More of ``torch.nn.functional``'s losses and distances, re-exported by
 ``tracegrad.nn.functional``: margin ranking, hinge embedding, soft margin, cosine embedding,
-triplet margin, Gaussian and Poisson negative log-likelihoods, multilabel soft margin,
-``pairwise_distance`` and ``instance_norm``. Each follows PyTorch's formula term by term, so
+triplet margin (also with any distance), Gaussian and Poisson negative log-likelihoods,
+multilabel soft margin, the multi-class and multilabel margins, ``pairwise_distance`` and
+``instance_norm``. Each follows PyTorch's formula term by term, so
 values and gradients agree with its kernels (its epsilons included).
 
 >>> import tracegrad as tg
@@ -18,7 +19,8 @@ from ..composites import norm
 
 __all__ = ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
            "pairwise_distance", "triplet_margin_loss", "gaussian_nll_loss", "poisson_nll_loss",
-           "multilabel_soft_margin_loss", "instance_norm"]
+           "multilabel_soft_margin_loss", "instance_norm", "multi_margin_loss", "multilabel_margin_loss",
+           "triplet_margin_with_distance_loss"]
 
 
 def _reduce(loss, reduction):
@@ -129,3 +131,78 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     from .functional import group_norm
 
     return group_norm(input, input.shape[1], weight, bias, eps)
+
+
+def _hinge(z):
+    """``max(0, z)`` with no gradient at 0 (PyTorch's margin kernels test ``z > 0``)."""
+    return T.where(T.gt(z, 0), z, T.mul(z, 0.0))
+
+
+def _batched_classes(input, target, name):
+    if input.ndim not in (1, 2) or (input.ndim == 2 and input.shape[0] == 0):
+        raise RuntimeError(f"{name}: Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {list(input.shape)}")
+    if input.ndim == 1:
+        return T.unsqueeze(input, 0), T.reshape(target, (1, -1)), True
+    return input, target, False
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """``sum over i != y of max(0, margin - x[y] + x[i])^p / C`` per sample (``p`` 1 or 2),
+    each term scaled by ``weight[y]``."""
+    from ..creation import arange
+    from ..ops import index as I
+
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    x, y, unbatched = _batched_classes(input, target, "multi_margin_loss")
+    n, c = x.shape
+    y = T.reshape(y, (n, 1))
+    h = _hinge(T.add(T.sub(x, I.GATHER(x, y, dim=1)), margin))  # (N, C)
+    if p == 2:
+        h = T.mul(h, h)
+    if weight is not None:
+        h = T.mul(h, I.INDEX(weight, y, dim=0))
+    h = T.where(T.ne(arange(c), y), h, T.mul(h, 0.0))  # not the target class itself
+    loss = T.div(T.sum(h, 1), float(c))
+    return _reduce(T.squeeze(loss, 0) if unbatched else loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """``sum over targets j and non-targets i of max(0, 1 - (x[j] - x[i])) / C`` per sample;
+    ``target`` holds class indices, ended by the first -1."""
+    from ..creation import arange
+    from ..ops import index as I
+
+    x, y, unbatched = _batched_classes(input, target, "multilabel_margin_loss")
+    if tuple(y.shape) != tuple(x.shape):
+        raise RuntimeError(f"multilabel_margin_loss: inconsistent target size: {list(target.shape)} for "
+                           f"input of size: {list(input.shape)}")
+    n, c = x.shape
+    listed = T.eq(T.cumsum(T.cast(T.eq(y, -1), x.dtype), 1), 0)  # (N, C): before the first -1
+    safe = T.where(listed, y, 0)
+    is_target = T.amax(T.logical_and(T.unsqueeze(listed, -1),
+                                     T.eq(T.unsqueeze(safe, -1), arange(c))), 1)  # (N, C)
+    x_target = I.GATHER(x, safe, dim=1)  # (N, J)
+    h = _hinge(T.add(T.sub(T.unsqueeze(x, 1), T.unsqueeze(x_target, -1)), 1.0))  # (N, J, C)
+    keep = T.logical_and(T.unsqueeze(listed, -1), T.unsqueeze(T.logical_not(is_target), 1))
+    h = T.where(keep, h, T.mul(h, 0.0))
+    loss = T.div(T.sum(h, (1, 2)), float(c))
+    return _reduce(T.squeeze(loss, 0) if unbatched else loss, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` for any distance
+    ``d`` (``pairwise_distance`` by default); ``swap`` uses ``min(d(a, n), d(p, n))``."""
+    if margin <= 0:
+        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
+                         f"{margin} instead")
+    d = pairwise_distance if distance_function is None else distance_function
+    d_pos, d_neg = d(anchor, positive), d(anchor, negative)
+    if swap:
+        d_neg = T.minimum(d_neg, d(positive, negative))
+    return _reduce(T.clamp(T.add(T.sub(d_pos, d_neg), margin), min=0.0), reduction)
