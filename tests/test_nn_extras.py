@@ -593,6 +593,14 @@ def test_extra_layers_match_torch_with_loaded_state(name):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-9, atol=1e-12)
 
 
+def test_embedding_bag_from_pretrained_as_torchs():
+    ours = tg.nn.EmbeddingBag.from_pretrained(tg.tensor(X), mode="sum", padding_idx=1)
+    theirs = torch.nn.EmbeddingBag.from_pretrained(torch.tensor(X), mode="sum", padding_idx=1)
+    assert repr(ours) == repr(theirs) and not ours.weight.requires_grad
+    np.testing.assert_allclose(ours(tg.tensor(BAG_IDX), tg.tensor(BAG_OFF)).numpy(),
+                               theirs(torch.tensor(BAG_IDX), torch.tensor(BAG_OFF)).numpy(), rtol=1e-12)
+
+
 def test_adaptive_max_pool_indices_match_torch():
     x = RNG.standard_normal((2, 3, 7, 5))
     x[0, 0, :2, :2] = 9.0  # ties: the first maximum's index, as torch's
@@ -683,6 +691,11 @@ def test_gumbel_softmax_samples_the_softmax():
     (hard * tg.tensor([1.0, 2.0, 3.0])).sum().backward()
     assert np.isfinite(logits.grad.numpy()).all() and np.abs(logits.grad.numpy()).sum() > 0
     np.testing.assert_allclose(logits.grad.numpy().sum(1), 0.0, atol=1e-9)  # softmax's gradient
+    # the noise is a seeded op: a compiled function (fullgraph) draws the same samples
+    fn = lambda x: F.gumbel_softmax(x, tau=0.7, hard=True) * 2  # noqa: E731
+    compiled = tg.compile(fn, backend="c", fullgraph=True)
+    x = tg.tensor(np.tile([0.0, 1.0, 2.0], (100, 1)).astype(np.float32))
+    np.testing.assert_array_equal(_same_seed(compiled, x), _same_seed(fn, x))
 
 
 def test_rrelu_training_draws_slopes_between_its_bounds():
@@ -699,6 +712,10 @@ def test_rrelu_training_draws_slopes_between_its_bounds():
     layer = tg.nn.RReLU(0.1, 0.3)
     assert not np.allclose(layer(x).detach().numpy(), layer.eval()(x).detach().numpy())
     np.testing.assert_allclose(layer(x).detach().numpy(), -0.4)
+    fn = lambda x: F.rrelu(x, 0.1, 0.3, training=True) * 2  # noqa: E731
+    compiled = tg.compile(fn, backend="c", fullgraph=True)
+    x32 = tg.tensor(RNG.standard_normal(1000).astype(np.float32))
+    np.testing.assert_allclose(_same_seed(compiled, x32), _same_seed(fn, x32), rtol=1e-6)
 
 
 def test_margin_loss_modules_options_match_torch():

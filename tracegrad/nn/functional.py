@@ -480,15 +480,20 @@ def _pad_constant(input, pad, value):
 
 
 # ----------------------------------------------------------------------------- embedding
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """Normalise over the trailing ``normalized_shape`` dims (biased variance), then scale/shift."""
+def _normalized_dims(input, normalized_shape):
+    """The trailing dims a layer/RMS norm reduces over, checked against ``normalized_shape``."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k = len(shape)
-    if tuple(input.shape[input.ndim - k:]) != shape or k > input.ndim:
+    if k > input.ndim or tuple(input.shape[input.ndim - k:]) != shape:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*, {', '.join(map(str, shape))}], but got input of size "
                            f"{list(input.shape)}")
-    dims = tuple(range(input.ndim - k, input.ndim))
+    return tuple(range(input.ndim - k, input.ndim))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing ``normalized_shape`` dims (biased variance), then scale/shift."""
+    dims = _normalized_dims(input, normalized_shape)
     mu = T.mean(input, dims, keepdim=True)
     centered = T.sub(input, mu)
     var = T.mean(T.mul(centered, centered), dims, keepdim=True)
@@ -532,13 +537,17 @@ def one_hot(tensor, num_classes=-1):
     return T.eq(T.unsqueeze(tensor, -1), creation.arange(num_classes)).long()
 
 
+def _check_dropout_p(p):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)``. The mask
     comes from the ``dropout_mask`` op seeded from ``tg.manual_seed``'s generator."""
     from .. import creation
 
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _check_dropout_p(p)
     if not training or p == 0.0:
         return input
     if p == 1.0:

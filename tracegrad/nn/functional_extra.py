@@ -1,7 +1,9 @@
 """Still more of ``torch.nn.functional``, re-exported by ``tracegrad.nn.functional``:
 ``rms_norm``, ``local_response_norm``, ``bilinear``, ``channel_shuffle``, ``pdist``, the
 channel and alpha dropouts, ``gumbel_softmax``, ``rrelu`` and the in-place activations
-(``relu_`` ...). Composites of registry primitives, so they differentiate and compile.
+(``relu_`` ...), ``embedding_bag``. Composites of registry primitives, so they differentiate and
+compile; the random ones draw from seeded ops (``dropout_mask``, ``uniform_noise``), so a
+compiled function takes them whole.
 
 >>> import tracegrad as tg
 >>> import tracegrad.nn.functional as F
@@ -12,27 +14,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import creation
+from .. import dtypes as _dt
 from .. import functional as T
+from ..composites import norm
+from ..einsum import einsum
+from ..ops import index as I
+from ..ops import nn as N
+from . import functional as F  # (imported at its end: everything above that point exists)
+from .functional import _check_dropout_p, _normalized_dims
+from .functional_more import _inplace_result, celu, selu
+from .functional_more import threshold as threshold_fn
 
 __all__ = ["rms_norm", "local_response_norm", "bilinear", "channel_shuffle", "pdist", "embedding_bag",
            "dropout1d", "alpha_dropout", "gumbel_softmax", "rrelu", "relu_", "elu_", "leaky_relu_",
            "hardtanh_", "selu_", "celu_", "threshold_", "rrelu_"]
 
 
-def _trailing(input, normalized_shape, name):
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    k = len(shape)
-    if k > input.ndim or tuple(input.shape[input.ndim - k:]) != shape:
-        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
-                           f"[*, {', '.join(map(str, shape))}], but got input of size "
-                           f"{list(input.shape)}")
-    return tuple(range(input.ndim - k, input.ndim))
-
-
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing ``normalized_shape`` dims;
     ``eps`` defaults to the dtype's machine epsilon, as PyTorch's."""
-    dims = _trailing(input, normalized_shape, "rms_norm")
+    dims = _normalized_dims(input, normalized_shape)
     if eps is None:
         eps = float(np.finfo(input.dtype.np).eps)
     out = T.mul(input, T.rsqrt(T.add(T.mean(T.mul(input, input), dims, keepdim=True), eps)))
@@ -46,9 +48,7 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
     n, c = input.shape[0], input.shape[1]
     sq = T.reshape(T.mul(input, input), (n, c, -1))
-    from .functional import pad
-
-    padded = pad(sq, (0, 0, size // 2, (size - 1) // 2))
+    padded = F.pad(sq, (0, 0, size // 2, (size - 1) // 2))
     total = padded[:, 0:c]
     for i in range(1, size):
         total = T.add(total, padded[:, i:i + c])
@@ -58,8 +58,6 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 def bilinear(input1, input2, weight, bias=None):
     """``x1^T A_o x2 + b_o`` for each output feature ``o``; weight ``(out, in1, in2)``."""
-    from ..einsum import einsum
-
     if input1.shape[:-1] != input2.shape[:-1]:
         raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {list(input1.shape[:-1])} "
                            f"and {list(input2.shape[:-1])}")
@@ -88,9 +86,6 @@ def channel_shuffle(input, groups):
 def pdist(input, p=2):
     """The p-norm distances between the rows of an ``(N, M)`` input, for each pair ``i < j``
     in row-major order (``N (N - 1) / 2`` of them)."""
-    from ..composites import norm
-    from ..ops import index as I
-
     if input.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     if p < 0:
@@ -107,10 +102,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     runs of a 1-D ``input`` that ``offsets`` start. Entries equal to ``padding_idx`` are left
     out (and not counted by the mean); an empty bag gives zeros. Made of a ``(bags, indices)``
     membership matrix, so the offsets may be data of a compiled program."""
-    from .. import creation
-    from ..ops import index as I
-    from .functional import embedding
-
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
     if max_norm is not None or scale_grad_by_freq:
@@ -146,7 +137,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if padding_idx is not None:
         pad = padding_idx % weight.shape[0] if padding_idx < 0 else padding_idx
         member = T.logical_and(member, T.ne(input, pad))
-    rows = embedding(input, weight)  # (n, dim)
+    rows = F.embedding(input, weight)  # (n, dim)
     if mode == "max":
         masked = T.where(T.unsqueeze(member, -1), T.unsqueeze(rows, 0), float("-inf"))  # (bags, n, dim)
         arg = T.argmax(masked, 1, keepdim=True)  # the first maximum, whose row gets the gradient
@@ -162,27 +153,20 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 
 
 # ----------------------------------------------------------------------------- randomness
-def _check_p(p):
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-
-
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels (dim 1 of ``(N, C, L)``, dim 0 of ``(C, L)``) with probability
     ``p``, scaling the rest by ``1 / (1 - p)``."""
-    from .functional_more import dropout2d
-
-    _check_p(p)
-    if not training or p == 0.0:
-        return input
+    _check_dropout_p(p)
     if input.ndim not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note "
                            "that dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
                            "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
                            "inputs).")
+    if not training or p == 0.0:
+        return input
     unbatched = input.ndim == 2
     x = T.unsqueeze(input, 0) if unbatched else input
-    out = dropout2d(T.unsqueeze(x, -1), p, training)  # a channel per (N, C) of (N, C, L, 1)
+    out = F.dropout2d(T.unsqueeze(x, -1), p, training)  # a channel per (N, C) of (N, C, L, 1)
     out = T.squeeze(T.squeeze(out, -1), 0) if unbatched else T.squeeze(out, -1)
     return _inplace_result(input, out, inplace)
 
@@ -193,10 +177,7 @@ _SELU_ALPHA_PRIME = 1.7580993408473766  # -SELU's scale * alpha: the value SELU 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Dropout for SELU networks, as PyTorch's: dropped elements become the saturation value,
     then an affine map ``a x + b`` keeps the mean and variance."""
-    from ..ops import nn as N
-    from .. import creation
-
-    _check_p(p)
+    _check_dropout_p(p)
     if not training or p == 0.0:
         return input
     if p == 1.0:
@@ -208,90 +189,69 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     return _inplace_result(input, T.add(T.mul(input, T.mul(keep, a)), b), inplace)
 
 
-def _uniform(like, low, high):
-    """Uniform noise shaped as ``like``, drawn eagerly from ``tg.manual_seed``'s generator (a
-    compiled function breaks its graph here: no traced uniform op exists yet)."""
-    from .. import creation
-
-    return T.add(T.mul(creation.rand(*like.shape, dtype=like.dtype), high - low), low)
+def _uniform(like, low, high, dtype=None):
+    """Uniform noise in [low, high) shaped as ``like``, from the ``uniform_noise`` op seeded
+    from ``tg.manual_seed``'s generator (a program input when compiled, as dropout's)."""
+    return N.UNIFORM_NOISE(creation.seed_tensor(), shape=tuple(like.shape), low=float(low),
+                           high=float(high), dtype=dtype or like.dtype)
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
-    """``softmax((logits + g) / tau)`` with Gumbel noise ``g = -log(-log(U))``; ``hard`` gives
-    the one-hot of its maximum, with the soft sample's gradient (straight-through)."""
-    from .functional import softmax
-
-    gumbels = T.neg(T.log(T.neg(T.log(_uniform(logits, 0.0, 1.0)))))
-    soft = softmax(T.div(T.add(logits, gumbels), tau), dim)
+    """``softmax((logits + g) / tau)`` with Gumbel noise ``g = -log(E)``, ``E`` exponential;
+    ``hard`` gives the one-hot of its maximum, with the soft sample's gradient
+    (straight-through)."""
+    # E = -log(1 - U) in double: finite, and 0 only where U is exactly 0 (clamped to the
+    # smallest normal double, so that the noise stays finite)
+    u = _uniform(logits, 0.0, 1.0, _dt.float64)
+    exponential = T.clamp(T.neg(T.log1p(T.neg(u))), min=float(np.finfo(np.float64).tiny))
+    gumbels = T.cast(T.neg(T.log(exponential)), logits.dtype)
+    soft = F.softmax(T.div(T.add(logits, gumbels), tau), dim)
     if not hard:
         return soft
     index = T.argmax(soft, dim, keepdim=True)
-    from .. import creation
-
-    positions = creation.arange(soft.shape[dim])
     shape = [1] * soft.ndim
     shape[dim] = soft.shape[dim]
-    one_hot = T.cast(T.eq(T.reshape(positions, tuple(shape)), index), soft.dtype)
+    one_hot = T.cast(T.eq(T.reshape(creation.arange(soft.shape[dim]), tuple(shape)), index), soft.dtype)
     return T.add(T.sub(one_hot, soft.detach()), soft)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """``x`` where positive, ``a x`` elsewhere: ``a`` uniform in ``[lower, upper]`` per element
     while training, ``(lower + upper) / 2`` in eval (then it is leaky_relu)."""
-    from .functional import leaky_relu
-
     if not training:
-        return leaky_relu(input, (lower + upper) / 2, inplace)
+        return F.leaky_relu(input, (lower + upper) / 2, inplace)
     slope = _uniform(input, lower, upper)
     return _inplace_result(input, T.where(T.gt(input, 0), input, T.mul(input, slope)), inplace)
 
 
 # ----------------------------------------------------------------------------- in place
-def _inplace_result(input, out, inplace):
-    from .functional import _inplace_result as write  # (the rule of functional.py's activations)
-
-    return write(input, out, inplace)
-
-
+# PyTorch's trailing-underscore forms: the activation with inplace=True (the input is written
+# and returned)
 def relu_(input):
-    from .functional import relu
-
-    return relu(input, inplace=True)
+    return F.relu(input, inplace=True)
 
 
 def elu_(input, alpha=1.0):
-    from .functional import elu
-
-    return elu(input, alpha, inplace=True)
+    return F.elu(input, alpha, inplace=True)
 
 
 def leaky_relu_(input, negative_slope=0.01):
-    from .functional import leaky_relu
-
-    return leaky_relu(input, negative_slope, inplace=True)
+    return F.leaky_relu(input, negative_slope, inplace=True)
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    from .functional import hardtanh
-
-    return hardtanh(input, min_val, max_val, inplace=True)
+    return F.hardtanh(input, min_val, max_val, inplace=True)
 
 
 def selu_(input):
-    from .functional_more import selu
-
     return selu(input, inplace=True)
 
 
 def celu_(input, alpha=1.0):
-    from .functional_more import celu
-
     return celu(input, alpha, inplace=True)
 
 
 def threshold_(input, threshold, value):
-    from .functional_more import threshold as threshold_fn
-
     return threshold_fn(input, threshold, value, inplace=True)
 
 
