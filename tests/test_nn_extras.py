@@ -109,6 +109,8 @@ FUNCTIONAL = {
     "unfold-unbatched": (lambda F, x: F.unfold(x.reshape(1, 4, 6), (2, 3), padding=1, stride=(1, 2)), [X]),
     "fold-unbatched": (lambda F, x: F.fold(x.reshape(6, 4), (3, 4), (2, 3)), [X]),
     "rrelu-eval": (lambda F, x: F.rrelu(x, 0.1, 0.3), [EDGES]),
+    "upsample_bilinear": (lambda F, x: F.upsample_bilinear(x.reshape(1, 2, 3, 4), scale_factor=2), [X]),
+    "upsample_nearest": (lambda F, x: F.upsample_nearest(x.reshape(1, 2, 3, 4), size=(5, 7)), [X]),
     # losses_more.py: margins exactly at their hinge (no gradient there, as torch's kernels)
     "multi_margin_loss-hinge": (lambda F, x, t: F.multi_margin_loss(x, t, reduction="none"),
                                 [np.array([[1.0, 0.0, 0.5], [0.0, 2.0, 1.0]]), np.array([0, 1])]),
@@ -740,3 +742,18 @@ def test_margin_loss_modules_options_match_torch():
         tg.nn.TripletMarginWithDistanceLoss(margin=0)
     with pytest.raises(RuntimeError, match="inconsistent target size"):
         tg.nn.functional.multilabel_margin_loss(tg.ones(2, 3), tg.tensor([[0, 1], [1, 2]]))
+
+
+@pytest.mark.parametrize("name, shape, output_size", [
+    ("ConvTranspose1d", (2, 4, 5), [14]), ("ConvTranspose1d", (4, 5), (4, 15)),
+    ("ConvTranspose2d", (2, 4, 5, 3), (2, 6, 13, 8)), ("ConvTranspose2d", (4, 5, 3), [15, 9])], ids=str)
+def test_transposed_convolutions_take_an_output_size_as_torchs(name, shape, output_size):
+    tg.manual_seed(0)
+    ours, theirs = getattr(tg.nn, name)(4, 6, 3, stride=3, padding=1), getattr(torch.nn, name)(4, 6, 3, stride=3, padding=1)
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    x = RNG.standard_normal(shape).astype(np.float32)
+    yo, yt = ours(tg.tensor(x), output_size), theirs(torch.tensor(x), output_size)
+    assert tuple(yo.shape) == tuple(yt.shape)
+    np.testing.assert_allclose(yo.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="requested an output size of"):
+        ours(tg.tensor(x), [s + 5 for s in yt.shape])

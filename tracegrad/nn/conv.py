@@ -215,6 +215,28 @@ def _no_grad():
     return no_grad()
 
 
+def _output_padding(conv, input, output_size):
+    """A transposed convolution's output_padding, or the one that gives ``output_size`` (its
+    spatial sizes, optionally after the batch and channel sizes), as PyTorch's."""
+    if output_size is None:
+        return conv.output_padding
+    k = len(conv.kernel_size)
+    lead = 2 if input.ndim == k + 2 else 1
+    output_size = tuple(output_size)
+    if len(output_size) == lead + k:
+        output_size = output_size[lead:]
+    if len(output_size) != k:
+        raise ValueError(f"ConvTranspose{k}D: for {input.ndim}D input, output_size must have {k} or "
+                         f"{lead + k} elements (got {len(output_size)})")
+    low = [(input.shape[lead + d] - 1) * conv.stride[d] - 2 * conv.padding[d]
+           + conv.dilation[d] * (conv.kernel_size[d] - 1) + 1 for d in range(k)]
+    high = [m + s - 1 for m, s in zip(low, conv.stride)]
+    if any(not lo <= size <= hi for size, lo, hi in zip(output_size, low, high)):
+        raise ValueError(f"requested an output size of {list(output_size)}, but valid sizes range from "
+                         f"{low} to {high} (for an input of {list(input.shape[lead:])})")
+    return tuple(size - lo for size, lo in zip(output_size, low))
+
+
 class ConvTranspose2d(Module):
     """The transpose of Conv2d (a "deconvolution"), weight ``(C_in, C_out/groups, kH, kW)``."""
 
@@ -240,10 +262,8 @@ class ConvTranspose2d(Module):
             _uniform_bias(self.bias, self.weight)
 
     def forward(self, input, output_size=None):
-        if output_size is not None:
-            raise NotImplementedError("ConvTranspose2d: output_size is not supported; pass output_padding")
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self.output_padding, self.groups, self.dilation)
+                                  _output_padding(self, input, output_size), self.groups, self.dilation)
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"

@@ -25,7 +25,8 @@ from ..einsum import einsum
 
 __all__ = ["relu6", "selu", "celu", "hardswish", "hardsigmoid", "softmin", "tanhshrink",
            "softshrink", "hardshrink", "threshold", "prelu", "kl_div", "adaptive_avg_pool1d",
-           "adaptive_avg_pool2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle",
+           "adaptive_avg_pool2d", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
+           "pixel_shuffle", "pixel_unshuffle",
            "dropout2d"]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -233,6 +234,20 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated in PyTorch (it warns so too): ``interpolate`` in nearest mode."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated in PyTorch (it warns so too): ``interpolate``, bilinear with aligned corners."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def pixel_shuffle(input, upscale_factor):

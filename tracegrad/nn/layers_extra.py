@@ -15,6 +15,7 @@ import math
 from .. import creation
 from . import functional as F
 from . import init
+from .conv import _output_padding
 from .layers import Embedding, _uniform_bias
 from .layers_more import Dropout2d, Upsample
 from .module import Module
@@ -231,10 +232,8 @@ class ConvTranspose1d(Module):
             _uniform_bias(self.bias, self.weight)
 
     def forward(self, input, output_size=None):
-        if output_size is not None:
-            raise NotImplementedError("ConvTranspose1d: output_size is not supported; pass output_padding")
         return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self.output_padding, self.groups, self.dilation)
+                                  _output_padding(self, input, output_size), self.groups, self.dilation)
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
