@@ -757,3 +757,69 @@ def test_transposed_convolutions_take_an_output_size_as_torchs(name, shape, outp
     np.testing.assert_allclose(yo.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="requested an output size of"):
         ours(tg.tensor(x), [s + 5 for s in yt.shape])
+
+
+def _parameters(fn, drop=("_stacklevel", "out", "device", "dtype")):
+    import inspect
+
+    return [(p.name, p.kind) for p in inspect.signature(fn).parameters.values() if p.name not in drop]
+
+
+def _loss_and_extra_modules():
+    from tracegrad.nn.layers_extra import LAYERS_EXTRA
+    from tracegrad.nn.loss import _Loss
+
+    losses = [n for n in tg.nn.__all__ if isinstance(getattr(tg.nn, n), type) and issubclass(getattr(tg.nn, n), _Loss)]
+    return sorted(losses + LAYERS_EXTRA + ["Embedding", "ParameterDict", "TransformerDecoderLayer",
+                                           "TransformerDecoder", "Transformer"])
+
+
+@pytest.mark.parametrize("name", [n for n in tg.nn.functional.__all__ if n != "max_pool2d"])
+def test_functional_parameters_are_torchs(name):
+    """Names, order and kinds, so positional calls bind as in PyTorch (the deprecated
+    size_average/reduce included: they decide the reduction when given)."""
+    try:
+        theirs = _parameters(getattr(torch.nn.functional, name))
+    except (TypeError, ValueError):
+        pytest.skip("torch's builtin has no Python signature")
+    if [n for n, _ in theirs] == ["args", "kwargs"]:
+        pytest.skip("torch's is a dispatcher over *args")
+    assert _parameters(getattr(tg.nn.functional, name)) == theirs
+
+
+@pytest.mark.parametrize("name", _loss_and_extra_modules())
+def test_loss_and_new_module_constructors_take_torchs_parameters(name):
+    theirs = _parameters(getattr(torch.nn, name))
+    if [n for n, _ in theirs] == ["args", "kwargs"]:
+        theirs = []  # (Module's own: no arguments of its own)
+    assert _parameters(getattr(tg.nn, name)) == theirs
+
+
+@pytest.mark.parametrize("size_average, reduce", [(False, None), (None, False), (True, True)])
+def test_deprecated_size_average_and_reduce_pick_the_reduction_as_torchs(size_average, reduce):
+    with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
+        ours = tg.nn.functional.mse_loss(tg.tensor(X), tg.tensor(P), size_average, reduce)
+    with pytest.warns(UserWarning):
+        theirs = torch.nn.functional.mse_loss(torch.tensor(X), torch.tensor(P), size_average, reduce)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    with pytest.warns(UserWarning):
+        ours = tg.nn.MarginRankingLoss(0.2, size_average, reduce)(*[tg.tensor(a[:, 0]) for a in (X, P, Y01 * 2 - 1)])
+    with pytest.warns(UserWarning):
+        theirs = torch.nn.MarginRankingLoss(0.2, size_average, reduce)(*[torch.tensor(a[:, 0]) for a in (X, P, Y01 * 2 - 1)])
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "huber_loss"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_elementwise_loss_weights_as_torchs(name, reduction):
+    """An elementwise weight; the mean is sum / sum of weights for mse and l1, the plain mean
+    for huber, as torch's."""
+    xo, xt = tg.tensor(X * 2, requires_grad=True), torch.tensor(X * 2, requires_grad=True)
+    yo = getattr(tg.nn.functional, name)(xo, tg.tensor(Y01), reduction=reduction, weight=tg.tensor(P))
+    yt = getattr(torch.nn.functional, name)(xt, torch.tensor(Y01), reduction=reduction, weight=torch.tensor(P))
+    np.testing.assert_allclose(yo.detach().numpy(), yt.detach().numpy(), rtol=1e-12)
+    yo.sum().backward()
+    yt.sum().backward()
+    np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match="Weights and input must have the same size"):
+        getattr(tg.nn.functional, name)(xo, tg.tensor(Y01), weight=tg.tensor(P[0]))

@@ -115,6 +115,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """``target * (log(target) - input)`` pointwise (``input`` holds log-probabilities; 0
     where target is 0), reduced as PyTorch's; ``"batchmean"`` divides the sum by the batch."""
     from ..math_extras import xlogy
+    from .functional import _legacy_reduction
+
+    reduction = _legacy_reduction(size_average, reduce, reduction)
 
     if log_target:
         pointwise = T.mul(T.exp(target), T.sub(target, input))

@@ -254,11 +254,10 @@ class EmbeddingBag(Embedding):
     def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
                  include_last_offset=False, padding_idx=None, device=None, dtype=None):
-        if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError("EmbeddingBag: max_norm, scale_grad_by_freq and sparse are not supported")
         if mode not in ("sum", "mean", "max"):
             raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
-        super().__init__(num_embeddings, embedding_dim, padding_idx, _weight, dtype=dtype)
+        super().__init__(num_embeddings, embedding_dim, padding_idx, max_norm, norm_type, scale_grad_by_freq,
+                         sparse, _weight, dtype=dtype)
         self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
         self.mode, self.sparse, self.include_last_offset = mode, sparse, include_last_offset
 

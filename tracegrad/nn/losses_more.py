@@ -29,27 +29,39 @@ def _reduce(loss, reduction):
     return reduce_(loss, reduction)
 
 
-def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
+def _legacy(size_average, reduce, reduction):
+    from .functional import _legacy_reduction
+
+    return _legacy_reduction(size_average, reduce, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
     """``max(0, -target * (input1 - input2) + margin)``."""
+    reduction = _legacy(size_average, reduce, reduction)
     return _reduce(T.clamp(T.add(T.mul(T.neg(target), T.sub(input1, input2)), margin), min=0.0), reduction)
 
 
-def hinge_embedding_loss(input, target, margin=1.0, reduction="mean"):
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """``input`` where target is 1, ``max(0, margin - input)`` where it is -1."""
+    reduction = _legacy(size_average, reduce, reduction)
     zero = T.mul(input, 0.0)
     margin_part = T.where(T.ne(target, 1), T.clamp(T.sub(margin, input), min=0.0), zero)
     self_part = T.where(T.ne(target, -1), input, zero)
     return _reduce(T.add(margin_part, self_part), reduction)
 
 
-def soft_margin_loss(input, target, reduction="mean"):
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-target * input))``."""
+    reduction = _legacy(size_average, reduce, reduction)
     return _reduce(T.log1p(T.exp(T.mul(T.neg(target), input))), reduction)
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
     """``1 - cos`` where target is 1, ``max(0, cos - margin)`` where it is -1 (cosine along the
     last dim, with PyTorch's 1e-12 added to each squared norm)."""
+    reduction = _legacy(size_average, reduce, reduction)
     eps = 1e-12
     dim = input1.ndim - 1
     dot = T.sum(T.mul(input1, input2), dim)
@@ -68,9 +80,10 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
-                        reduction="mean"):
+                        size_average=None, reduce=None, reduction="mean"):
     """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with pairwise distances;
     ``swap`` uses ``min(d(a, n), d(p, n))``."""
+    reduction = _legacy(size_average, reduce, reduction)
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -100,6 +113,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
                      reduce=None, reduction="mean"):
     """``exp(input) - target * input`` (``log_input``) or ``input - target * log(input + eps)``;
     ``full`` adds Stirling's approximation of ``log(target!)`` where target > 1."""
+    reduction = _legacy(size_average, reduce, reduction)
     if log_input:
         loss = T.sub(T.exp(input), T.mul(target, input))
     else:
@@ -111,9 +125,11 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     return _reduce(loss, reduction)
 
 
-def multilabel_soft_margin_loss(input, target, weight=None, reduction="mean"):
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
     """``-(y log sigmoid(x) + (1 - y) log sigmoid(-x))`` averaged over the classes (the last
     dim), then reduced over the batch."""
+    reduction = _legacy(size_average, reduce, reduction)
     from .functional import logsigmoid
 
     loss = T.neg(T.add(T.mul(target, logsigmoid(input)), T.mul(T.sub(1.0, target), logsigmoid(T.neg(input)))))
@@ -151,6 +167,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                       reduction="mean"):
     """``sum over i != y of max(0, margin - x[y] + x[i])^p / C`` per sample (``p`` 1 or 2),
     each term scaled by ``weight[y]``."""
+    reduction = _legacy(size_average, reduce, reduction)
     from ..creation import arange
     from ..ops import index as I
 
@@ -174,6 +191,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``sum over targets j and non-targets i of max(0, 1 - (x[j] - x[i])) / C`` per sample;
     ``target`` holds class indices, ended by the first -1."""
+    reduction = _legacy(size_average, reduce, reduction)
     from ..creation import arange
     from ..ops import index as I
 
