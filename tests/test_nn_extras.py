@@ -279,6 +279,8 @@ def test_bad_arguments_are_named():
         F.embedding_bag(tg.tensor([[0, 1]]), tg.ones(3, 2), tg.tensor([0]))
     with pytest.raises(NotImplementedError, match="only supported for mode='sum' \\(got mode='mean'\\)"):
         F.embedding_bag(tg.tensor([0, 1]), tg.ones(3, 2), tg.tensor([0]), per_sample_weights=tg.ones(2))
+    with pytest.raises(RuntimeError, match="offsets\\[0\\] has to be 0"):
+        F.embedding_bag(tg.tensor([0, 1]), tg.ones(3, 2), tg.tensor([1]))
     with pytest.raises(RuntimeError, match="pdist only supports 2D tensors, got: 3D"):
         F.pdist(tg.ones(2, 3, 4))
     with pytest.raises(ValueError, match="Softmax2d: expected input to be 3D or 4D, got 2D instead"):
