@@ -184,6 +184,26 @@ def test_transformer_matches_torch_and_compiles(kwargs):
         np.testing.assert_allclose(p.detach().numpy(), a, rtol=1e-4, atol=1e-5)
 
 
+def test_transformer_dropout_compiles_to_the_eager_draws():
+    """Training-mode dropout (attention weights and the layers' dropouts) draws from seeded
+    ops: the same seed gives the same output eagerly and compiled (fullgraph); eval is
+    deterministic."""
+    tg.manual_seed(0)
+    model = tg.nn.Transformer(8, 2, 1, 1, 16, dropout=0.3, batch_first=True)
+    src, tgt = tg.randn(2, 5, 8), tg.randn(2, 3, 8)
+    mask = tg.nn.Transformer.generate_square_subsequent_mask(3)
+    run = (lambda s, t: model(s, t, tgt_mask=mask))
+    compiled = tg.compile(run, backend="c", fullgraph=True)
+    outs = []
+    for fn in (run, compiled):
+        tg.manual_seed(1)
+        outs.append(fn(src, tgt).detach().numpy())
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-5)
+    assert not np.allclose(outs[0], run(src, tgt).detach().numpy())  # a fresh draw differs
+    model.eval()
+    np.testing.assert_array_equal(run(src, tgt).detach().numpy(), run(src, tgt).detach().numpy())
+
+
 @pytest.mark.parametrize("layer", ["LSTM", "GRU", "encoder"])
 def test_sequence_training_step_compiles_to_eager_values(layer):
     tg.manual_seed(0)
