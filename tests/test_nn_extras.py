@@ -772,8 +772,13 @@ def _loss_and_extra_modules():
     from tracegrad.nn.loss import _Loss
 
     losses = [n for n in tg.nn.__all__ if isinstance(getattr(tg.nn, n), type) and issubclass(getattr(tg.nn, n), _Loss)]
-    return sorted(losses + LAYERS_EXTRA + ["Embedding", "ParameterDict", "TransformerDecoderLayer",
-                                           "TransformerDecoder", "Transformer"])
+    from tracegrad.nn.activation import _Elementwise
+
+    activations = [n for n in tg.nn.__all__ if isinstance(getattr(tg.nn, n), type)
+                   and issubclass(getattr(tg.nn, n), _Elementwise) and n != "Hardtanh"]  # (torch's has
+    # two more deprecated arguments)
+    return sorted(losses + activations + LAYERS_EXTRA + ["Embedding", "ParameterDict", "TransformerDecoderLayer",
+                                                         "TransformerDecoder", "Transformer"])
 
 
 @pytest.mark.parametrize("name", [n for n in tg.nn.functional.__all__ if n != "max_pool2d"])
