@@ -3,6 +3,8 @@
 compiled training step (BatchNorm's running statistics written back) against torch's."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -648,6 +650,42 @@ def test_parameter_dict_registers_and_loads_as_torchs():
 def _same_seed(fn, *args):
     tg.manual_seed(5)
     return fn(*args).numpy()
+
+
+@pytest.mark.parametrize("name, shape, channels", [
+    ("dropout1d", (6, 40, 3), 2), ("dropout1d", (40, 3), 1), ("dropout2d", (6, 40, 2, 3), 2),
+    ("dropout2d", (6, 40, 3), 2), ("dropout3d", (3, 40, 2, 2, 3), 2), ("dropout3d", (40, 2, 2, 3), 1)], ids=str)
+def test_channel_dropouts_draw_per_channel_as_torchs(name, shape, channels):
+    """The leading dims each mask covers, as torch's (dropout2d reads a 3-D input as
+    (N, C, L), with its warning): the same values within a channel, about p of the channels
+    zeroed, the rest scaled by 1/(1-p); compiled (fullgraph) as eager under the same seed."""
+    F = tg.nn.functional
+    tg.manual_seed(0)
+    x = tg.ones(*shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (dropout2d's note on 3-D inputs)
+        y = getattr(F, name)(x, 0.4).numpy()
+        fn = lambda x: getattr(F, name)(x, 0.4) * 2  # noqa: E731
+        compiled = tg.compile(fn, backend="c", fullgraph=True)
+        np.testing.assert_array_equal(_same_seed(compiled, x), _same_seed(fn, x))
+    per_channel = y.reshape(*shape[:channels], -1)
+    assert (per_channel == per_channel[..., :1]).all()
+    assert set(np.unique(y)) <= {0.0, np.float32(1 / 0.6)} and 0.3 < (per_channel[..., 0] > 0).mean() < 0.9
+    assert getattr(F, name)(x, 0.4, training=False) is x
+
+
+def test_feature_alpha_dropout_keeps_statistics_per_channel():
+    F = tg.nn.functional
+    tg.manual_seed(0)
+    x = tg.tensor(np.random.default_rng(0).standard_normal((400, 50, 10)).astype(np.float32))
+    y = F.feature_alpha_dropout(x, 0.3, training=True).numpy()
+    assert abs(y.mean()) < 0.02 and abs(y.std() - 1) < 0.02
+    alpha = 1.7580993408473766
+    dropped = np.isclose(y, -alpha * 0.7 / np.sqrt((alpha ** 2 * 0.3 + 1) * 0.7), rtol=1e-6)
+    assert (dropped == dropped[:, :, :1]).all() and 0.28 < dropped[:, :, 0].mean() < 0.32
+    assert F.feature_alpha_dropout(x, 0.3) is x
+    assert repr(tg.nn.FeatureAlphaDropout(0.2)) == repr(torch.nn.FeatureAlphaDropout(0.2))
+    assert repr(tg.nn.Dropout3d(0.2)) == repr(torch.nn.Dropout3d(0.2))
 
 
 @pytest.mark.parametrize("name", ["dropout1d", "alpha_dropout"])

@@ -23,11 +23,11 @@ from ..ops import index as I
 from ..ops import nn as N
 from . import functional as F  # (imported at its end: everything above that point exists)
 from .functional import _check_dropout_p, _normalized_dims
-from .functional_more import _inplace_result, celu, selu
+from .functional_more import _feature_dropout, _inplace_result, celu, selu
 from .functional_more import threshold as threshold_fn
 
 __all__ = ["rms_norm", "local_response_norm", "bilinear", "channel_shuffle", "pdist", "embedding_bag",
-           "dropout1d", "alpha_dropout", "gumbel_softmax", "rrelu", "relu_", "elu_", "leaky_relu_",
+           "dropout1d", "alpha_dropout", "feature_alpha_dropout", "gumbel_softmax", "rrelu", "relu_", "elu_", "leaky_relu_",
            "hardtanh_", "selu_", "celu_", "threshold_", "rrelu_"]
 
 
@@ -165,31 +165,36 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
                            "that dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
                            "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
                            "inputs).")
-    if not training or p == 0.0:
-        return input
-    unbatched = input.ndim == 2
-    x = T.unsqueeze(input, 0) if unbatched else input
-    out = F.dropout2d(T.unsqueeze(x, -1), p, training)  # a channel per (N, C) of (N, C, L, 1)
-    out = T.squeeze(T.squeeze(out, -1), 0) if unbatched else T.squeeze(out, -1)
-    return _inplace_result(input, out, inplace)
+    return _feature_dropout(input, p, training, inplace, input.ndim - 1)
 
 
 _SELU_ALPHA_PRIME = 1.7580993408473766  # -SELU's scale * alpha: the value SELU saturates to
 
 
-def alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """Dropout for SELU networks, as PyTorch's: dropped elements become the saturation value,
-    then an affine map ``a x + b`` keeps the mean and variance."""
+def _alpha_dropout(input, p, training, inplace, mask_shape):
     _check_dropout_p(p)
     if not training or p == 0.0:
         return input
     if p == 1.0:
         return _inplace_result(input, T.mul(input, 0.0), inplace)
     a = 1.0 / np.sqrt((_SELU_ALPHA_PRIME ** 2 * p + 1) * (1 - p))
-    keep = T.mul(N.DROPOUT_MASK(creation.seed_tensor(), shape=tuple(input.shape), p=float(p),
+    keep = T.mul(N.DROPOUT_MASK(creation.seed_tensor(), shape=tuple(mask_shape), p=float(p),
                                 dtype=input.dtype), 1.0 - p)  # 1 kept, 0 dropped
     b = T.add(T.mul(T.sub(keep, 1.0), _SELU_ALPHA_PRIME * a), _SELU_ALPHA_PRIME * a * p)
     return _inplace_result(input, T.add(T.mul(input, T.mul(keep, a)), b), inplace)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout for SELU networks, as PyTorch's: dropped elements become the saturation value,
+    then an affine map ``a x + b`` keeps the mean and variance."""
+    return _alpha_dropout(input, p, training, inplace, input.shape)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """alpha_dropout of whole channels: one draw per (dim 0, dim 1) pair, as PyTorch's."""
+    if training and p and input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    return _alpha_dropout(input, p, training, inplace, tuple(input.shape[:2]) + (1,) * (input.ndim - 2))
 
 
 def _uniform(like, low, high, dtype=None):

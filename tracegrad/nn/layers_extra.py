@@ -89,6 +89,20 @@ class Dropout1d(Dropout2d):
         return F.dropout1d(input, self.p, self.training, self.inplace)
 
 
+class Dropout3d(Dropout2d):
+    """Zeroes whole channels of ``(N, C, D, H, W)`` with probability ``p`` while training."""
+
+    def forward(self, input):
+        return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class FeatureAlphaDropout(Dropout2d):
+    """AlphaDropout of whole channels, while training."""
+
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training)
+
+
 class AlphaDropout(Dropout2d):
     """Dropout that keeps SELU's self-normalising mean and variance, while training."""
 
@@ -302,7 +316,7 @@ class RReLU(Module):
         return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
 
 
-LAYERS_EXTRA = ["RMSNorm", "LocalResponseNorm", "Bilinear", "Dropout1d", "AlphaDropout", "Softmax2d",
-                "ChannelShuffle", "Unfold", "Fold", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+LAYERS_EXTRA = ["RMSNorm", "LocalResponseNorm", "Bilinear", "Dropout1d", "Dropout3d", "AlphaDropout",
+                "FeatureAlphaDropout", "Softmax2d", "ChannelShuffle", "Unfold", "Fold", "UpsamplingNearest2d", "UpsamplingBilinear2d",
                 "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "ConvTranspose1d",
                 "EmbeddingBag", "RReLU"]
