@@ -868,3 +868,43 @@ def test_elementwise_loss_weights_as_torchs(name, reduction):
     np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
     with pytest.raises(ValueError, match="Weights and input must have the same size"):
         getattr(tg.nn.functional, name)(xo, tg.tensor(Y01), weight=tg.tensor(P[0]))
+
+
+@pytest.mark.parametrize("dims, kernel, stride, padding", [(2, 2, None, 0), (2, 3, 2, 1), (2, (2, 3), (2, 2), (1, 0)),
+                                                           (2, 3, 1, 1), (1, 3, 2, 1), (1, 2, None, 0)], ids=str)
+def test_max_unpool_inverts_max_pool_as_torchs(dims, kernel, stride, padding):
+    """Values and gradients (PyTorch's: the output's gradient at each index, also where
+    overlapping windows share a maximum), the module forms' reprs, and compiled (fullgraph)
+    against eager."""
+    x = RNG.standard_normal((2, 3, 6, 7)[:dims + 2])
+    size = x.shape
+    pool, unpool = f"max_pool{dims}d", f"max_unpool{dims}d"
+    po, io = getattr(tg.nn.functional, pool)(tg.tensor(x), kernel, stride, padding, return_indices=True)
+    pt, it = getattr(torch.nn.functional, pool)(torch.tensor(x), kernel, stride, padding, return_indices=True)
+    xo, xt = tg.tensor(po.numpy(), requires_grad=True), torch.tensor(pt.numpy(), requires_grad=True)
+    name = f"MaxUnpool{dims}d"
+    ours, theirs = getattr(tg.nn, name)(kernel, stride, padding), getattr(torch.nn, name)(kernel, stride, padding)
+    assert repr(ours) == repr(theirs)
+    yo, yt = ours(xo, io, output_size=size), theirs(xt, it, output_size=size)
+    np.testing.assert_allclose(yo.detach().numpy(), yt.detach().numpy(), rtol=1e-12, atol=1e-12)
+    cot = RNG.standard_normal(size)
+    yo.backward(tg.tensor(cot))
+    yt.backward(torch.tensor(cot))
+    np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
+    compiled = tg.compile(lambda v, i: getattr(tg.nn.functional, unpool)(v, i, kernel, stride, padding, size),
+                          backend="c", fullgraph=True)
+    v32 = tg.tensor(po.numpy().astype(np.float32))
+    np.testing.assert_allclose(compiled(v32, io).numpy(),
+                               getattr(tg.nn.functional, unpool)(v32, io, kernel, stride, padding, size).numpy(),
+                               rtol=1e-6)
+
+
+def test_max_unpool_sizes_and_errors_as_torchs():
+    F = tg.nn.functional
+    out, idx = F.max_pool2d(tg.tensor(RNG.standard_normal((1, 1, 4, 4))), 2, return_indices=True)
+    assert F.max_unpool2d(out, idx, 2).shape == (1, 1, 4, 4)
+    assert F.max_unpool2d(out, idx, 2, output_size=(1, 1, 5, 5)).shape == (1, 1, 5, 5)
+    with pytest.raises(ValueError, match=r'invalid output_size "\(7, 4\)" \(dim 0 must be between 2 and 6\)'):
+        F.max_unpool2d(out, idx, 2, output_size=(7, 4))
+    with pytest.raises(RuntimeError, match=r"Found an invalid max index: \d+ \(output volumes are of size 4x4\)"):
+        F.max_unpool2d(out, idx + 17, 2)

@@ -28,7 +28,8 @@ from .layers_more import (LAYERS_MORE, CELU, SELU, AdaptiveAvgPool1d, AdaptiveAv
                           TripletMarginLoss, Upsample)
 from .layers_extra import (LAYERS_EXTRA, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AlphaDropout,  # noqa: F401
                            Bilinear, ChannelShuffle, ConvTranspose1d, Dropout1d, Dropout3d, EmbeddingBag,
-                           FeatureAlphaDropout, Fold, LocalResponseNorm, LPPool1d, LPPool2d, RMSNorm,
+                           FeatureAlphaDropout, Fold, LocalResponseNorm, LPPool1d, LPPool2d, MaxUnpool1d,
+                           MaxUnpool2d, RMSNorm,
                            RReLU, Softmax2d, Unfold, UpsamplingBilinear2d, UpsamplingNearest2d)
 from .module import Module
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell

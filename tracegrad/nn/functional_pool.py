@@ -1,6 +1,7 @@
 """Pooling and transposed convolution beyond functional.py's, re-exported by
 ``tracegrad.nn.functional``: ``adaptive_max_pool1d/2d`` (with ``return_indices``),
-``lp_pool1d/2d`` and ``conv_transpose1d``, with PyTorch's windows and index rules.
+``lp_pool1d/2d``, ``max_unpool1d/2d`` and ``conv_transpose1d``, with PyTorch's windows and
+index rules.
 
 Adaptive max pooling gathers each window's elements through one constant index table (the
 windows of an adaptive pool differ in length, so short ones repeat their first element, which
@@ -19,7 +20,8 @@ import numpy as np
 from .. import functional as T
 from ..ops import index as I
 
-__all__ = ["adaptive_max_pool1d", "adaptive_max_pool2d", "lp_pool1d", "lp_pool2d", "conv_transpose1d"]
+__all__ = ["adaptive_max_pool1d", "adaptive_max_pool2d", "lp_pool1d", "lp_pool2d", "max_unpool1d",
+           "max_unpool2d", "conv_transpose1d"]
 
 
 def _adaptive_windows(n_in, n_out):
@@ -94,6 +96,77 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
     kh, kw = _pair(kernel_size, "kernel_size")
     return _lp(avg_pool2d(T.pow(input, norm_type), kernel_size, stride, 0, ceil_mode), norm_type, kh * kw)
+
+
+def _unpool_size(input, kernel, stride, padding, output_size):
+    """PyTorch's unpooled size: ``(in - 1) stride + kernel - 2 padding`` per dim, or
+    ``output_size`` (spatial sizes, optionally after N and C) within a stride of it."""
+    k = len(kernel)
+    default = [(input.shape[input.ndim - k + d] - 1) * stride[d] + kernel[d] - 2 * padding[d] for d in range(k)]
+    if output_size is None:
+        return default
+    if len(output_size) == k + 2:
+        output_size = output_size[2:]
+    if len(output_size) != k:
+        raise ValueError(f"output_size should be a sequence containing {k} or {k + 2} elements, but it has "
+                         f"a length of '{len(output_size)}'")
+    for d in range(k):
+        low, high = default[d] - stride[d], default[d] + stride[d]
+        if not low < output_size[d] < high:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {low} and {high})')
+    return list(output_size)
+
+
+def _max_unpool(input, indices, kernel, stride, padding, output_size):
+    """Each input value written at its index of the flattened output plane, zeros elsewhere
+    (the inverse of max pooling with ``return_indices``). Overlapping windows repeat one
+    maximum at one index: the values landing on a position are averaged, so it is written
+    once, while the gradient is PyTorch's, the output's gradient at each value's index."""
+    from .. import creation
+
+    k = len(kernel)
+    stride = kernel if stride is None else stride
+    sizes = _unpool_size(input, kernel, stride, padding, output_size)
+    plane = int(np.prod(sizes))
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}")
+    if not indices._is_traced and indices.numel():
+        bad = indices._value[(indices._value < 0) | (indices._value >= plane)]
+        if bad.size:
+            raise RuntimeError(f"Found an invalid max index: {int(bad.flat[0])} (output volumes are of size "
+                               f"{'x'.join(map(str, sizes))})")
+    lead = tuple(input.shape[:input.ndim - k])
+    x = T.reshape(input, lead + (-1,))
+    idx = T.reshape(indices, lead + (-1,))
+    zeros = creation.zeros(*lead, plane, dtype=input.dtype)
+    total = I.SCATTER_ADD(zeros, idx, x, dim=len(lead))  # its gradient: gather(g, indices)
+    count = I.SCATTER_ADD(zeros, idx, T.add(T.mul(x, 0.0), 1.0).detach(), dim=len(lead))
+    written = T.div(total, T.clamp(count, min=1.0))  # one write per position
+    return T.reshape(T.add(total, T.sub(written, total).detach()), lead + tuple(sizes))
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of ``max_pool1d(..., return_indices=True)``: zeros but at the indices."""
+    one = (lambda v: None if v is None else ((v,) if isinstance(v, int) else tuple(v)))  # noqa: E731
+    return _max_unpool(input, indices, one(kernel_size), one(stride), one(padding), output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of ``max_pool2d(..., return_indices=True)``: zeros but at the indices.
+
+    >>> import tracegrad as tg
+    >>> import tracegrad.nn.functional as F
+    >>> out, idx = F.max_pool2d(tg.tensor([[[[1.0, 2.0], [4.0, 3.0]]]]), 2, return_indices=True)
+    >>> F.max_unpool2d(out, idx, 2)
+    tensor([[[[0., 0.],
+              [4., 0.]]]])
+    """
+    from .functional import _pair
+
+    stride = None if stride is None else _pair(stride, "stride")
+    return _max_unpool(input, indices, _pair(kernel_size, "kernel_size"), stride, _pair(padding, "padding"),
+                       output_size)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,

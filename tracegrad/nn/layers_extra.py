@@ -221,6 +221,34 @@ def _single(v):
     return (v,) if isinstance(v, int) else tuple(v)
 
 
+class _MaxUnpool(Module):
+    size = None  # (a size as a tuple of this many dims)
+    fn = None
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        size = (lambda v: (v,) * self.size if isinstance(v, int) else tuple(v))  # noqa: E731
+        self.kernel_size = size(kernel_size)
+        self.stride = size(stride if stride is not None else kernel_size)
+        self.padding = size(padding)
+
+    def forward(self, input, indices, output_size=None):
+        return type(self).fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpool):
+    size = 1
+    fn = staticmethod(F.max_unpool1d)
+
+
+class MaxUnpool2d(_MaxUnpool):
+    size = 2
+    fn = staticmethod(F.max_unpool2d)
+
+
 class ConvTranspose1d(Module):
     """The transpose of Conv1d, weight ``(C_in, C_out/groups, k)``."""
 
@@ -317,6 +345,6 @@ class RReLU(Module):
 
 
 LAYERS_EXTRA = ["RMSNorm", "LocalResponseNorm", "Bilinear", "Dropout1d", "Dropout3d", "AlphaDropout",
-                "FeatureAlphaDropout", "Softmax2d", "ChannelShuffle", "Unfold", "Fold", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-                "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "ConvTranspose1d",
-                "EmbeddingBag", "RReLU"]
+                "FeatureAlphaDropout", "Softmax2d", "ChannelShuffle", "Unfold", "Fold", "UpsamplingNearest2d",
+                "UpsamplingBilinear2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d",
+                "MaxUnpool1d", "MaxUnpool2d", "ConvTranspose1d", "EmbeddingBag", "RReLU"]
