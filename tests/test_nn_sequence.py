@@ -89,6 +89,37 @@ def test_multihead_attention_matches_torch(kwargs):
     _close(ours.in_proj_weight.grad, theirs.in_proj_weight.grad, 1e-4)
 
 
+@pytest.mark.parametrize("kwargs", [{"kdim": 5, "vdim": 3}, {"add_bias_kv": True}, {"add_zero_attn": True, "bias": False},
+                                    {"kdim": 5, "vdim": 3, "add_bias_kv": True, "add_zero_attn": True,
+                                     "batch_first": True}], ids=str)
+def test_multihead_attention_options_match_torch(kwargs):
+    """Keys and values of their own sizes (separate q/k/v projection weights), the learnt
+    bias key/value and the zero key/value: parameter names, outputs, weights and gradients
+    with masks (which grow with the extra keys), and compiled against eager."""
+    ours, theirs = _pair("MultiheadAttention", 8, 2, **kwargs)
+    batched = (lambda n, e: (3, n, e) if kwargs.get("batch_first") else (n, 3, e))
+    q = RNG.standard_normal(batched(5, 8)).astype(np.float32)
+    k = RNG.standard_normal(batched(4, kwargs.get("kdim", 8))).astype(np.float32)
+    v = RNG.standard_normal(batched(4, kwargs.get("vdim", 8))).astype(np.float32)
+    pad = np.zeros((3, 4), bool)
+    pad[1, 2:] = True
+    mask = RNG.standard_normal((5, 4)).astype(np.float32)
+    qo, qt = tg.tensor(q, requires_grad=True), torch.tensor(q, requires_grad=True)
+    (oo, wo) = ours(qo, tg.tensor(k), tg.tensor(v), key_padding_mask=tg.tensor(pad), attn_mask=tg.tensor(mask))
+    (ot, wt) = theirs(qt, torch.tensor(k), torch.tensor(v), key_padding_mask=torch.tensor(pad),
+                      attn_mask=torch.tensor(mask))
+    _close(oo, ot)
+    _close(wo, wt)
+    oo.square().sum().backward()
+    ot.square().sum().backward()
+    _close(qo.grad, qt.grad, 1e-4)
+    for (name, p), (_, t) in zip(ours.named_parameters(), theirs.named_parameters()):
+        _close(p.grad, t.grad, 1e-4)
+    compiled = tg.compile(lambda a, b, c: ours(a, b, c, need_weights=False)[0], backend="c", fullgraph=True)
+    _close(compiled(tg.tensor(q), tg.tensor(k), tg.tensor(v)),
+           ours(tg.tensor(q), tg.tensor(k), tg.tensor(v), need_weights=False)[0])
+
+
 @pytest.mark.parametrize("kwargs", [{}, {"norm_first": True, "activation": "gelu", "batch_first": True}], ids=str)
 def test_transformer_encoder_matches_torch(kwargs):
     ours, theirs = _pair("TransformerEncoderLayer", 8, 2, dim_feedforward=16, dropout=0.0, **kwargs)
