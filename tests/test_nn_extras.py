@@ -102,6 +102,8 @@ FUNCTIONAL = {
     "embedding_bag-2d": (lambda F, w, i: F.embedding_bag(i.reshape(2, 4), w, mode="max"), [X, BAG_IDX]),
     "adaptive_max_pool2d": (lambda F, x: F.adaptive_max_pool2d(x.reshape(1, 2, 3, 4), (2, 3)), [X]),
     "adaptive_max_pool1d": (lambda F, x: F.adaptive_max_pool1d(x.reshape(2, 2, 6), 4), [X]),
+    "adaptive_max_pool3d": (lambda F, x: F.adaptive_max_pool3d(x.reshape(1, 2, 3, 4), (2, None, 3)), [X]),
+    "adaptive_avg_pool3d": (lambda F, x: F.adaptive_avg_pool3d(x.reshape(1, 2, 3, 4), (2, 3, 3)), [X]),
     "lp_pool2d": (lambda F, x: F.lp_pool2d(x.reshape(1, 2, 3, 4), 2.0, 2, stride=1), [X]),
     "lp_pool1d": (lambda F, x: F.lp_pool1d(x.reshape(2, 2, 6) ** 2 + 0.1, 1.5, 3, 2, ceil_mode=True), [X]),
     "conv_transpose1d": (lambda F, x, w: F.conv_transpose1d(x.reshape(2, 2, 6), w.reshape(2, 3, 4), w[0, :3], stride=2,
@@ -470,7 +472,9 @@ def test_attention_dropout_zeroes_weights_as_dropout_does():
     ("UpsamplingNearest2d", (None, 2)), ("UpsamplingBilinear2d", ((3, 4),)), ("AdaptiveMaxPool1d", (3,)),
     ("AdaptiveMaxPool2d", ((2, None), True)), ("LPPool1d", (2, 3)), ("LPPool2d", (1.5, (2, 3), 1, True)),
     ("ConvTranspose1d", (2, 3, 4, 2)), ("ConvTranspose1d", (2, 4, 3, 1, 1, 0, 2, False, 2)),
-    ("EmbeddingBag", (10, 3)), ("RReLU", ()), ("RReLU", (0.1, 0.2, True))])
+    ("EmbeddingBag", (10, 3)), ("RReLU", ()), ("RReLU", (0.1, 0.2, True)), ("BatchNorm3d", (3,)),
+    ("BatchNorm1d", (3, 1e-3, None, True, False)), ("InstanceNorm3d", (3,)), ("AdaptiveAvgPool3d", ((2, None, 3),)),
+    ("AdaptiveMaxPool3d", (2,)), ("MaxUnpool2d", (2,)), ("FeatureAlphaDropout", ()), ("Dropout3d", ())])
 def test_more_layers_have_torchs_repr(name, args):
     assert repr(getattr(tg.nn, name)(*args)) == repr(getattr(torch.nn, name)(*args))
 
@@ -610,6 +614,13 @@ def test_embedding_bag_from_pretrained_as_torchs():
 def test_adaptive_max_pool_indices_match_torch():
     x = RNG.standard_normal((2, 3, 7, 5))
     x[0, 0, :2, :2] = 9.0  # ties: the first maximum's index, as torch's
+    three = RNG.standard_normal((2, 3, 5, 7, 4))
+    three[0, 0, :2, :2, :2] = 9.0
+    for size in [(2, 3, 2), (5, None, 1), 1]:
+        ours = tg.nn.functional.adaptive_max_pool3d_with_indices(tg.tensor(three), size)
+        theirs = torch.nn.functional.adaptive_max_pool3d_with_indices(torch.tensor(three), size)
+        np.testing.assert_array_equal(ours[0].numpy(), theirs[0].numpy())
+        np.testing.assert_array_equal(ours[1].numpy(), theirs[1].numpy())
     for size in [(3, 2), (4, None), 1, (7, 5)]:
         ours = tg.nn.AdaptiveMaxPool2d(size, return_indices=True)(tg.tensor(x))
         theirs = torch.nn.AdaptiveMaxPool2d(size, return_indices=True)(torch.tensor(x))
@@ -908,3 +919,20 @@ def test_max_unpool_sizes_and_errors_as_torchs():
         F.max_unpool2d(out, idx, 2, output_size=(7, 4))
     with pytest.raises(RuntimeError, match=r"Found an invalid max index: \d+ \(output volumes are of size 4x4\)"):
         F.max_unpool2d(out, idx + 17, 2)
+
+
+def test_batchnorm3d_and_a_batchnorm_without_bias_match_torch():
+    """BatchNorm3d in training (running statistics) and eval, and bias=False (keyword-only,
+    as torch's): state dict keys, outputs."""
+    for args, kwargs, shape in [((3,), {}, (2, 3, 2, 3, 4)), ((3,), {"bias": False}, (4, 3))]:
+        name = "BatchNorm3d" if len(shape) == 5 else "BatchNorm1d"
+        ours, theirs = getattr(tg.nn, name)(*args, **kwargs), getattr(torch.nn, name)(*args, **kwargs)
+        assert repr(ours) == repr(theirs) and list(ours.state_dict()) == list(theirs.state_dict())
+        ours, theirs = ours.double(), theirs.double()
+        x = RNG.standard_normal(shape)
+        np.testing.assert_allclose(ours(tg.tensor(x)).detach().numpy(), theirs(torch.tensor(x)).detach().numpy(),
+                                   rtol=1e-10, atol=1e-12)
+        ours.eval()
+        theirs.eval()
+        np.testing.assert_allclose(ours(tg.tensor(x)).detach().numpy(), theirs(torch.tensor(x)).detach().numpy(),
+                                   rtol=1e-6, atol=1e-7)

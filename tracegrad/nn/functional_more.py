@@ -25,7 +25,7 @@ from ..einsum import einsum
 
 __all__ = ["relu6", "selu", "celu", "hardswish", "hardsigmoid", "softmin", "tanhshrink",
            "softshrink", "hardshrink", "threshold", "prelu", "kl_div", "adaptive_avg_pool1d",
-           "adaptive_avg_pool2d", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
+           "adaptive_avg_pool2d", "adaptive_avg_pool3d", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
            "pixel_shuffle", "pixel_unshuffle",
            "dropout2d", "dropout3d"]
 
@@ -173,6 +173,12 @@ def adaptive_avg_pool2d(input, output_size):
     """Averages over an ``output_size`` grid of windows of the last two dims."""
     h, w = _sizes(output_size, 2, input)
     return _resample(input, [_adaptive_matrix(input.shape[-2], h), _adaptive_matrix(input.shape[-1], w)])
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Averages over an ``output_size`` grid of windows of the last three dims."""
+    sizes = _sizes(output_size, 3, input)
+    return _resample(input, [_adaptive_matrix(input.shape[input.ndim - 3 + d], n) for d, n in enumerate(sizes)])
 
 
 _INTERP_DIMS = {"linear": 1, "bilinear": 2, "trilinear": 3}

@@ -20,7 +20,9 @@ import numpy as np
 from .. import functional as T
 from ..ops import index as I
 
-__all__ = ["adaptive_max_pool1d", "adaptive_max_pool2d", "lp_pool1d", "lp_pool2d", "max_unpool1d",
+__all__ = ["adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+           "adaptive_max_pool3d_with_indices", "max_pool1d_with_indices", "max_pool2d_with_indices", "lp_pool1d", "lp_pool2d", "max_unpool1d",
            "max_unpool2d", "conv_transpose1d"]
 
 
@@ -45,12 +47,13 @@ def _adaptive_max(input, output_size, k, return_indices, name):
                            f"but input has sizes {list(input.shape)}")
     outs = _sizes(output_size, k, input)
     tables = [_adaptive_windows(n, o) for n, o in zip(spatial, outs)]
-    if k == 1:
-        flat = tables[0]
-    else:  # a flat position in the H*W plane for each (window, offset)
-        (rows, cols), w = tables, spatial[1]
-        flat = rows[:, None, :, None] * w + cols[None, :, None, :]  # (oh, ow, kh, kw)
-        flat = flat.reshape(outs[0] * outs[1], rows.shape[1] * cols.shape[1])
+    # a flat position in the spatial volume for each (window, offset): (o_1 .. o_k, w_1 .. w_k)
+    flat = 0
+    for d, table in enumerate(tables):
+        shape = [1] * (2 * k)
+        shape[d], shape[k + d] = table.shape
+        flat = flat + table.reshape(shape) * int(np.prod(spatial[d + 1:]))
+    flat = flat.reshape(int(np.prod(outs)), -1)
     lead = tuple(input.shape[:input.ndim - k])
     x = T.reshape(input, lead + (int(np.prod(spatial)),))
     table = T.to_tensor(flat)
@@ -74,6 +77,39 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     (``None`` keeps a size); with ``return_indices`` also each maximum's flat position in its
     H*W plane."""
     return _adaptive_max(input, output_size, 2, return_indices, "adaptive_max_pool2d")
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """The maximum over an ``output_size`` grid of adaptive windows of the last three dims;
+    with ``return_indices`` also each maximum's flat position in its D*H*W volume."""
+    return _adaptive_max(input, output_size, 3, return_indices, "adaptive_max_pool3d")
+
+
+# PyTorch's forms that always return the indices (return_indices is accepted and ignored)
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    from .functional import max_pool1d
+
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    from .functional import max_pool2d
+
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def _lp(pooled, norm_type, count):

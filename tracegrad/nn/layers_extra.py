@@ -194,6 +194,10 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPool):
     fn = staticmethod(F.adaptive_max_pool2d)
 
 
+class AdaptiveMaxPool3d(_AdaptiveMaxPool):
+    fn = staticmethod(F.adaptive_max_pool3d)
+
+
 class _LPPool(Module):
     fn = None
 
@@ -346,5 +350,5 @@ class RReLU(Module):
 
 LAYERS_EXTRA = ["RMSNorm", "LocalResponseNorm", "Bilinear", "Dropout1d", "Dropout3d", "AlphaDropout",
                 "FeatureAlphaDropout", "Softmax2d", "ChannelShuffle", "Unfold", "Fold", "UpsamplingNearest2d",
-                "UpsamplingBilinear2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d",
+                "UpsamplingBilinear2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d",
                 "MaxUnpool1d", "MaxUnpool2d", "ConvTranspose1d", "EmbeddingBag", "RReLU"]

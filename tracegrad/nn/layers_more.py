@@ -80,6 +80,10 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPool):
     fn = staticmethod(F.adaptive_avg_pool2d)
 
 
+class AdaptiveAvgPool3d(_AdaptiveAvgPool):
+    fn = staticmethod(F.adaptive_avg_pool3d)
+
+
 class Upsample(Module):
     """``F.interpolate`` to ``size`` or by ``scale_factor``."""
 
@@ -252,9 +256,13 @@ class InstanceNorm2d(_InstanceNorm):
     dims = 2
 
 
+class InstanceNorm3d(_InstanceNorm):
+    dims = 3
+
+
 LAYERS_MORE = ["ReLU6", "SELU", "CELU", "Hardswish", "Hardsigmoid", "Softmin", "Tanhshrink",
                "Threshold", "Softshrink", "Hardshrink", "PReLU", "KLDivLoss", "AdaptiveAvgPool1d",
-               "AdaptiveAvgPool2d", "Upsample", "PixelShuffle", "PixelUnshuffle", "Dropout2d",
+               "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "Upsample", "PixelShuffle", "PixelUnshuffle", "Dropout2d",
                "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss",
                "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss", "MultiLabelSoftMarginLoss",
-               "PairwiseDistance", "CosineSimilarity", "InstanceNorm1d", "InstanceNorm2d"]
+               "PairwiseDistance", "CosineSimilarity", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
