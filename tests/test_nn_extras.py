@@ -936,3 +936,46 @@ def test_batchnorm3d_and_a_batchnorm_without_bias_match_torch():
         theirs.eval()
         np.testing.assert_allclose(ours(tg.tensor(x)).detach().numpy(), theirs(torch.tensor(x)).detach().numpy(),
                                    rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_affine_grid_matches_torch(align_corners):
+    theta2, theta3 = RNG.standard_normal((2, 2, 3)), RNG.standard_normal((2, 3, 4))
+    for theta, size in [(theta2, (2, 3, 4, 5)), (theta3, (2, 3, 2, 4, 5)), (theta2, (2, 1, 1, 3))]:
+        to, tt = tg.tensor(theta, requires_grad=True), torch.tensor(theta, requires_grad=True)
+        yo, yt = tg.nn.functional.affine_grid(to, size, align_corners), torch.nn.functional.affine_grid(tt, size, align_corners)
+        np.testing.assert_allclose(yo.detach().numpy(), yt.detach().numpy(), rtol=1e-12, atol=1e-14)
+        cot = RNG.standard_normal(tuple(yt.shape))
+        yo.backward(tg.tensor(cot))
+        yt.backward(torch.tensor(cot))
+        np.testing.assert_allclose(to.grad.numpy(), tt.grad.numpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match="Expected a batch of 2D affine matrices of shape Nx2x3"):
+        tg.nn.functional.affine_grid(tg.tensor(theta3), (2, 3, 4, 5), align_corners)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_matches_torch_and_compiles(mode, padding_mode, align_corners):
+    """Values and the input's gradient, and (bilinear) the grid's, with positions outside the
+    image and exactly on half pixels; compiled (fullgraph) against eager."""
+    F = tg.nn.functional
+    x = RNG.standard_normal((2, 3, 4, 5))
+    grid = RNG.uniform(-1.3, 1.3, (2, 3, 6, 2))
+    grid[0, 0, :3] = [[-0.6, 0.5], [1.0, -1.0], [0.0, 0.25]]
+    xo, go = tg.tensor(x, requires_grad=True), tg.tensor(grid, requires_grad=True)
+    xt, gt = torch.tensor(x, requires_grad=True), torch.tensor(grid, requires_grad=True)
+    yo = F.grid_sample(xo, go, mode, padding_mode, align_corners)
+    yt = torch.nn.functional.grid_sample(xt, gt, mode, padding_mode, align_corners)
+    np.testing.assert_allclose(yo.detach().numpy(), yt.detach().numpy(), rtol=1e-12, atol=1e-14)
+    cot = RNG.standard_normal(tuple(yt.shape))
+    yo.backward(tg.tensor(cot))
+    yt.backward(torch.tensor(cot))
+    np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-14)
+    if mode == "bilinear":
+        np.testing.assert_allclose(go.grad.numpy(), gt.grad.numpy(), rtol=1e-10, atol=1e-12)
+    compiled = tg.compile(lambda a, b: F.grid_sample(a, b, mode, padding_mode, align_corners), backend="c",
+                          fullgraph=True)
+    a32, b32 = tg.tensor(x.astype(np.float32)), tg.tensor(grid.astype(np.float32))
+    np.testing.assert_allclose(compiled(a32, b32).numpy(), F.grid_sample(a32, b32, mode, padding_mode, align_corners).numpy(),
+                               rtol=1e-5, atol=1e-6)

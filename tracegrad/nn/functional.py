@@ -939,6 +939,11 @@ from .functional_pool import __all__ as _pool  # noqa: E402
 
 __all__ += _pool
 
+from .functional_grid import *  # noqa: E402,F401,F403  (affine_grid, grid_sample)
+from .functional_grid import __all__ as _grid  # noqa: E402
+
+__all__ += _grid
+
 from .functional_extra import *  # noqa: E402,F401,F403  (norms, dropouts, in-place activations)
 from .functional_extra import __all__ as _extra  # noqa: E402
 
