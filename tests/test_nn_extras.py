@@ -979,3 +979,34 @@ def test_grid_sample_matches_torch_and_compiles(mode, padding_mode, align_corner
     a32, b32 = tg.tensor(x.astype(np.float32)), tg.tensor(grid.astype(np.float32))
     np.testing.assert_allclose(compiled(a32, b32).numpy(), F.grid_sample(a32, b32, mode, padding_mode, align_corners).numpy(),
                                rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"stride": 2, "padding": 1}, {"stride": (1, 2, 2), "padding": (2, 0, 1),
+                                                                      "dilation": (2, 1, 2), "groups": 2},
+                                    {"padding": "same", "kernel_size": (2, 3, 4), "bias": False},
+                                    {"padding": 1, "padding_mode": "reflect"},
+                                    {"padding": (1, 0, 2), "padding_mode": "circular"}], ids=str)
+def test_conv3d_matches_torch_and_compiles(kwargs):
+    kwargs = dict(kwargs)
+    kernel = kwargs.pop("kernel_size", 3)
+    tg.manual_seed(0)
+    ours, theirs = tg.nn.Conv3d(4, 6, kernel, **kwargs), torch.nn.Conv3d(4, 6, kernel, **kwargs)
+    assert repr(ours) == repr(theirs)
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    ours, theirs = ours.double(), theirs.double()
+    x = RNG.standard_normal((2, 4, 5, 6, 7))
+    xo, xt = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (torch's note on 'same' with even kernels)
+        yo, yt = ours(xo), theirs(xt)
+    np.testing.assert_allclose(yo.detach().numpy(), yt.detach().numpy(), rtol=1e-10, atol=1e-12)
+    cot = RNG.standard_normal(tuple(yt.shape))
+    yo.backward(tg.tensor(cot))
+    yt.backward(torch.tensor(cot))
+    np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-10, atol=1e-11)
+    ours = ours.float()
+    x32 = tg.tensor(x[0].astype(np.float32))  # (unbatched)
+    compiled = tg.compile(lambda v: ours(v), backend="c", fullgraph=True)
+    np.testing.assert_allclose(compiled(x32).detach().numpy(), ours(x32).detach().numpy(), rtol=1e-5, atol=1e-5)

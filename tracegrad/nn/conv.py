@@ -23,13 +23,17 @@ from .module import Module
 from .parameter import Parameter
 
 
-def _pair(v, name):
+def _ntuple(v, n, name):
     if isinstance(v, int):
-        return (v, v)
+        return (v,) * n
     v = tuple(v)
-    if len(v) != 2 or not all(isinstance(x, int) for x in v):
-        raise ValueError(f"{name} must be an int or a pair of ints, got {v!r}")
+    if len(v) != n or not all(isinstance(x, int) for x in v):
+        raise ValueError(f"{name} must be an int or {'a pair of' if n == 2 else n} ints, got {v!r}")
     return v
+
+
+def _pair(v, name):
+    return _ntuple(v, 2, name)
 
 
 # Conv's padding_mode: F.pad's mode for it
@@ -38,6 +42,8 @@ PADDING_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "replic
 
 class Conv2d(Module):
     """2-D convolution over ``(N, C_in, H, W)`` with weight ``(C_out, C_in/groups, kH, kW)``."""
+
+    dims = 2  # (the spatial dims its sizes have)
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
@@ -48,17 +54,17 @@ class Conv2d(Module):
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups != 0:
             raise ValueError("out_channels must be divisible by groups")
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.stride = _pair(stride, "stride")
-        self.dilation = _pair(dilation, "dilation")
+        self.kernel_size = _ntuple(kernel_size, self.dims, "kernel_size")
+        self.stride = _ntuple(stride, self.dims, "stride")
+        self.dilation = _ntuple(dilation, self.dims, "dilation")
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
                 raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
-            if padding == "same" and self.stride != (1, 1):
+            if padding == "same" and any(s != 1 for s in self.stride):
                 raise ValueError("padding='same' is not supported for strided convolutions")
             self.padding = padding
         else:
-            self.padding = _pair(padding, "padding")
+            self.padding = _ntuple(padding, self.dims, "padding")
         if padding_mode not in PADDING_MODES:
             raise ValueError(f"padding_mode must be one of {list(PADDING_MODES)}, but got "
                              f"padding_mode={padding_mode!r}")
@@ -100,9 +106,9 @@ class Conv2d(Module):
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if self.padding != (0, 0):
+        if self.padding != (0,) * self.dims:
             s += f", padding={self.padding}"
-        if self.dilation != (1, 1):
+        if self.dilation != (1,) * self.dims:
             s += f", dilation={self.dilation}"
         if self.groups != 1:
             s += f", groups={self.groups}"
@@ -183,6 +189,18 @@ class Conv1d(Conv2d):
 
     def extra_repr(self):
         return super().extra_repr().replace(", padding=(0,)", "").replace(", dilation=(1,)", "")
+
+
+class Conv3d(Conv2d):
+    """3-D convolution over ``(N, C_in, D, H, W)`` with weight ``(C_out, C_in/groups, kD, kH,
+    kW)``."""
+
+    dims = 3
+
+    def forward(self, input):
+        input, padding = self._mode_padded(input)
+        return F.conv3d(input, self.weight, self.bias, stride=self.stride, padding=padding,
+                        dilation=self.dilation, groups=self.groups)
 
 
 class MaxPool1d(MaxPool2d):

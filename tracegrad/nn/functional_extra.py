@@ -27,8 +27,8 @@ from .functional_more import _feature_dropout, _inplace_result, celu, selu
 from .functional_more import threshold as threshold_fn
 
 __all__ = ["rms_norm", "local_response_norm", "bilinear", "channel_shuffle", "pdist", "embedding_bag",
-           "dropout1d", "alpha_dropout", "feature_alpha_dropout", "gumbel_softmax", "rrelu", "relu_", "elu_", "leaky_relu_",
-           "hardtanh_", "selu_", "celu_", "threshold_", "rrelu_"]
+           "dropout1d", "alpha_dropout", "feature_alpha_dropout", "gumbel_softmax", "rrelu", "relu_",
+           "elu_", "leaky_relu_", "hardtanh_", "selu_", "celu_", "threshold_", "rrelu_"]
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):

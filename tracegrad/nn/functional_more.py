@@ -23,11 +23,10 @@ import numpy as np
 from .. import functional as T
 from ..einsum import einsum
 
-__all__ = ["relu6", "selu", "celu", "hardswish", "hardsigmoid", "softmin", "tanhshrink",
-           "softshrink", "hardshrink", "threshold", "prelu", "kl_div", "adaptive_avg_pool1d",
-           "adaptive_avg_pool2d", "adaptive_avg_pool3d", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
-           "pixel_shuffle", "pixel_unshuffle",
-           "dropout2d", "dropout3d"]
+__all__ = ["relu6", "selu", "celu", "hardswish", "hardsigmoid", "softmin", "tanhshrink", "softshrink",
+           "hardshrink", "threshold", "prelu", "kl_div", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+           "adaptive_avg_pool3d", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
+           "pixel_shuffle", "pixel_unshuffle", "dropout2d", "dropout3d"]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946

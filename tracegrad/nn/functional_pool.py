@@ -1,7 +1,7 @@
 """Pooling and transposed convolution beyond functional.py's, re-exported by
 ``tracegrad.nn.functional``: ``adaptive_max_pool1d/2d`` (with ``return_indices``),
-``lp_pool1d/2d``, ``max_unpool1d/2d`` and ``conv_transpose1d``, with PyTorch's windows and
-index rules.
+``lp_pool1d/2d``, ``max_unpool1d/2d``, ``conv_transpose1d`` and ``conv3d``, with PyTorch's
+windows and index rules.
 
 Adaptive max pooling gathers each window's elements through one constant index table (the
 windows of an adaptive pool differ in length, so short ones repeat their first element, which
@@ -22,8 +22,8 @@ from ..ops import index as I
 
 __all__ = ["adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
-           "adaptive_max_pool3d_with_indices", "max_pool1d_with_indices", "max_pool2d_with_indices", "lp_pool1d", "lp_pool2d", "max_unpool1d",
-           "max_unpool2d", "conv_transpose1d"]
+           "adaptive_max_pool3d_with_indices", "max_pool1d_with_indices", "max_pool2d_with_indices",
+           "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d", "conv_transpose1d", "conv3d"]
 
 
 def _adaptive_windows(n_in, n_out):
@@ -224,3 +224,51 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            _one(stride, "stride", 1), _one(padding, "padding", 0),
                            _one(output_padding, "output_padding", 0), groups, _one(dilation, "dilation", 1))
     return T.squeeze(out, -2)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D cross-correlation over ``(N, C, D, H, W)`` (or unbatched ``(C, D, H, W)``), weight
+    ``(C_out, C_in/groups, kD, kH, kW)``: one conv2d per kernel depth over every output depth
+    at once (the depth slices it reads stacked into the batch), summed."""
+    from .conv import _ntuple
+    from .functional import conv2d, pad
+
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"conv3d: Expected 4D (unbatched) or 5D (batched) input, but got input of size: "
+                           f"{list(input.shape)}")
+    x = T.unsqueeze(input, 0) if input.ndim == 4 else input
+    stride, dilation = _ntuple(stride, 3, "stride"), _ntuple(dilation, 3, "dilation")
+    kernel = tuple(weight.shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            sides = [(0, 0)] * 3
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            totals = [d * (k - 1) for d, k in zip(dilation, kernel)]
+            sides = [(t // 2, t - t // 2) for t in totals]  # (the odd one on the right, as PyTorch's)
+        else:
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of 'valid', 'same'")
+    else:
+        sides = [(p, p) for p in _ntuple(padding, 3, "padding")]
+    if any(any(side) for side in sides):
+        x = pad(x, [n for side in reversed(sides) for n in side])
+    n, c, d = x.shape[:3]
+    (kd, kh, kw), (sd, sh, sw), (dd, dh, dw) = kernel, stride, dilation
+    if weight.ndim != 5 or c != weight.shape[1] * groups:
+        raise RuntimeError(f"conv3d: weight of size {list(weight.shape)} expects {weight.shape[1] * groups} input "
+                           f"channels (groups={groups}), got input of size {list(input.shape)}")
+    depth = (d - dd * (kd - 1) - 1) // sd + 1
+    if depth <= 0:
+        raise RuntimeError(f"conv3d: the kernel's depth {kd} (dilation {dd}) is larger than the padded input "
+                           f"depth {d}")
+    out = 0
+    for z in range(kd):
+        start = z * dd
+        planes = x[:, :, start:start + sd * (depth - 1) + 1:sd]  # (N, C, depth, H, W)
+        planes = T.reshape(T.permute(planes, (0, 2, 1, 3, 4)), (n * depth, c) + tuple(x.shape[3:]))
+        out = T.add(out, conv2d(planes, weight[:, :, z], None, (sh, sw), 0, (dh, dw), groups))
+    out = T.permute(T.reshape(out, (n, depth) + tuple(out.shape[1:])), (0, 2, 1, 3, 4))
+    if bias is not None:
+        out = T.add(out, T.reshape(bias, (-1, 1, 1, 1)))
+    return T.squeeze(out, 0) if input.ndim == 4 else out

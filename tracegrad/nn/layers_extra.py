@@ -1,8 +1,8 @@
 """Still more of ``torch.nn``'s layers, each calling a function of
 ``tracegrad.nn.functional``, with PyTorch's arguments, parameter names and reprs: RMSNorm,
 LocalResponseNorm, Bilinear, the channel and alpha dropouts, Softmax2d, ChannelShuffle,
-Unfold/Fold, the fixed-mode upsamplers, adaptive max and Lp pooling, ConvTranspose1d,
-EmbeddingBag and RReLU.
+Unfold/Fold, the fixed-mode upsamplers, adaptive max, Lp pooling and max unpooling,
+ConvTranspose1d, EmbeddingBag and RReLU.
 
 >>> import tracegrad as tg
 >>> tg.nn.RMSNorm(2)
@@ -349,6 +349,7 @@ class RReLU(Module):
 
 
 LAYERS_EXTRA = ["RMSNorm", "LocalResponseNorm", "Bilinear", "Dropout1d", "Dropout3d", "AlphaDropout",
-                "FeatureAlphaDropout", "Softmax2d", "ChannelShuffle", "Unfold", "Fold", "UpsamplingNearest2d",
-                "UpsamplingBilinear2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d",
-                "MaxUnpool1d", "MaxUnpool2d", "ConvTranspose1d", "EmbeddingBag", "RReLU"]
+                "FeatureAlphaDropout", "Softmax2d", "ChannelShuffle", "Unfold", "Fold",
+                "UpsamplingNearest2d", "UpsamplingBilinear2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+                "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d",
+                "ConvTranspose1d", "EmbeddingBag", "RReLU"]

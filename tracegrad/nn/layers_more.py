@@ -262,7 +262,8 @@ class InstanceNorm3d(_InstanceNorm):
 
 LAYERS_MORE = ["ReLU6", "SELU", "CELU", "Hardswish", "Hardsigmoid", "Softmin", "Tanhshrink",
                "Threshold", "Softshrink", "Hardshrink", "PReLU", "KLDivLoss", "AdaptiveAvgPool1d",
-               "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "Upsample", "PixelShuffle", "PixelUnshuffle", "Dropout2d",
-               "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss",
-               "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss", "MultiLabelSoftMarginLoss",
-               "PairwiseDistance", "CosineSimilarity", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+               "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "Upsample", "PixelShuffle", "PixelUnshuffle",
+               "Dropout2d", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss",
+               "CosineEmbeddingLoss", "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss",
+               "MultiLabelSoftMarginLoss", "PairwiseDistance", "CosineSimilarity", "InstanceNorm1d",
+               "InstanceNorm2d", "InstanceNorm3d"]
