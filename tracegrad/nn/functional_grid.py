@@ -113,7 +113,14 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         return T.where(T.unsqueeze(valid, 1), values, 0.0)
 
     if mode == "nearest":
-        return read(T.round(ix).detach(), T.round(iy).detach())
+        # the grid's gradient is zeros (as PyTorch's), not absent: a zero term that depends on it
+        # (clamped first, so that an infinite position adds 0, not inf - inf)
+        def nothing(t):
+            bounded = T.clamp(t, -1.0, 1.0)
+            return T.mul(T.sub(bounded, bounded.detach()), 0.0)
+
+        still = T.unsqueeze(T.add(nothing(ix), nothing(iy)), 1)
+        return T.add(read(T.round(ix).detach(), T.round(iy).detach()), still)
     x0, y0 = T.floor(ix).detach(), T.floor(iy).detach()
     wx1, wy1 = T.sub(ix, x0), T.sub(iy, y0)  # (weights linear in the position: its gradient)
     wx0, wy0 = T.sub(1.0, wx1), T.sub(1.0, wy1)
