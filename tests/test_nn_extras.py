@@ -1009,3 +1009,38 @@ def test_conv3d_matches_torch_and_compiles(kwargs):
     x32 = tg.tensor(x[0].astype(np.float32))  # (unbatched)
     compiled = tg.compile(lambda v: ours(v), backend="c", fullgraph=True)
     np.testing.assert_allclose(compiled(x32).detach().numpy(), ours(x32).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kwargs", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
+                                    {"kernel_size": (2, 3, 2), "stride": (1, 2, 3), "padding": (1, 1, 0),
+                                     "ceil_mode": True},
+                                    {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": (2, 1, 2)}], ids=str)
+def test_3d_pools_match_torch_and_compile(kwargs):
+    """max_pool3d (values, indices, gradients) and avg_pool3d (both count_include_pad, and
+    divisor_override) against torch, the modules' reprs, and compiled against eager."""
+    F, TF = tg.nn.functional, torch.nn.functional
+    x = RNG.standard_normal((2, 3, 5, 6, 7))
+    x[0, 0, :2, :2, :2] = 5.0  # ties: the first maximum, as torch's
+    xo, xt = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    (yo, io), (yt, it) = F.max_pool3d(xo, return_indices=True, **kwargs), TF.max_pool3d(xt, return_indices=True, **kwargs)
+    np.testing.assert_array_equal(yo.detach().numpy(), yt.detach().numpy())
+    np.testing.assert_array_equal(io.numpy(), it.numpy())
+    cot = RNG.standard_normal(tuple(yt.shape))
+    yo.backward(tg.tensor(cot))
+    yt.backward(torch.tensor(cot))
+    np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
+    plain = {k: v for k, v in kwargs.items() if k != "dilation"}
+    for extra in [{"count_include_pad": True}, {"count_include_pad": False}, {"divisor_override": 5}]:
+        xo, xt = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        yo, yt = F.avg_pool3d(xo, **plain, **extra), TF.avg_pool3d(xt, **plain, **extra)
+        np.testing.assert_allclose(yo.detach().numpy(), yt.detach().numpy(), rtol=1e-12, atol=1e-14)
+        cot = RNG.standard_normal(tuple(yt.shape))
+        yo.backward(tg.tensor(cot))
+        yt.backward(torch.tensor(cot))
+        np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-14)
+    assert repr(tg.nn.MaxPool3d(**kwargs)) == repr(torch.nn.MaxPool3d(**kwargs))
+    assert repr(tg.nn.AvgPool3d(**plain)) == repr(torch.nn.AvgPool3d(**plain))
+    x32 = tg.tensor(x[0].astype(np.float32))  # (unbatched)
+    both = lambda v: F.max_pool3d(v, **kwargs).sum() + F.avg_pool3d(v, **plain).sum()  # noqa: E731
+    compiled = tg.compile(both, backend="c", fullgraph=True)
+    np.testing.assert_allclose(compiled(x32).item(), both(x32).item(), rtol=1e-5)

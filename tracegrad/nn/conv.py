@@ -165,6 +165,22 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
+class MaxPool3d(MaxPool2d):
+    """Max over ``kernel_size`` windows of ``(N, C, D, H, W)``."""
+
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    """Mean over ``kernel_size`` windows of ``(N, C, D, H, W)``."""
+
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
 class Conv1d(Conv2d):
     """1-D convolution over ``(N, C_in, L)`` with weight ``(C_out, C_in/groups, k)``."""
 

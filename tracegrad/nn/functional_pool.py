@@ -1,7 +1,8 @@
 """Pooling and transposed convolution beyond functional.py's, re-exported by
 ``tracegrad.nn.functional``: ``adaptive_max_pool1d/2d`` (with ``return_indices``),
-``lp_pool1d/2d``, ``max_unpool1d/2d``, ``conv_transpose1d`` and ``conv3d``, with PyTorch's
-windows and index rules.
+``lp_pool1d/2d``, ``max_unpool1d/2d``, ``conv_transpose1d``, and ``conv3d``, ``max_pool3d``
+and ``avg_pool3d`` (the 2-D op over every output depth at once, once per kernel depth), with
+PyTorch's windows and index rules.
 
 Adaptive max pooling gathers each window's elements through one constant index table (the
 windows of an adaptive pool differ in length, so short ones repeat their first element, which
@@ -23,7 +24,8 @@ from ..ops import index as I
 __all__ = ["adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
            "adaptive_max_pool3d_with_indices", "max_pool1d_with_indices", "max_pool2d_with_indices",
-           "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d", "conv_transpose1d", "conv3d"]
+           "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d", "conv_transpose1d", "conv3d", "max_pool3d",
+           "avg_pool3d"]
 
 
 def _adaptive_windows(n_in, n_out):
@@ -272,3 +274,92 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if bias is not None:
         out = T.add(out, T.reshape(bias, (-1, 1, 1, 1)))
     return T.squeeze(out, 0) if input.ndim == 4 else out
+
+
+def _depth_slices(input, kernel_size, stride, padding, dilation, ceil_mode, name, fill):
+    """The 3-D pools' setup: the batched 5-D input padded in depth with ``fill`` and, for each
+    kernel depth z, the ``(N * D_out, C, H, W)`` planes its windows read; with the sizes."""
+    from .conv import _ntuple
+    from .functional import _pool_geometry, pad
+
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"{name}: Expected 4D (unbatched) or 5D (batched) input, but got input of size: "
+                           f"{list(input.shape)}")
+    x = T.unsqueeze(input, 0) if input.ndim == 4 else input
+    kernel = _ntuple(kernel_size, 3, "kernel_size")
+    stride = kernel if stride is None or stride == [] or stride == () else _ntuple(stride, 3, "stride")
+    padding, dilation = _ntuple(padding, 3, "padding"), _ntuple(dilation, 3, "dilation")
+    n, c, d = x.shape[:3]
+    depth, (lo, hi) = _pool_geometry(d, kernel[0], stride[0], padding[0], dilation[0], ceil_mode)
+    if lo or hi:
+        x = pad(x, (0, 0, 0, 0, lo, hi), value=fill)
+    starts = [z * dilation[0] for z in range(kernel[0])]
+    planes = [T.reshape(T.permute(x[:, :, a:a + stride[0] * (depth - 1) + 1:stride[0]], (0, 2, 1, 3, 4)),
+                        (n * depth, c) + tuple(x.shape[3:])) for a in starts]
+    geometry = dict(kernel=kernel, stride=stride, padding=padding, dilation=dilation, depth=depth, lo=lo,
+                    starts=starts, batch=(n, c))
+    return planes, geometry
+
+
+def _to_volume(t, geometry, unbatched):
+    """``(N * D_out, C, H_out, W_out)`` back to ``(N, C, D_out, H_out, W_out)``."""
+    (n, c), depth = geometry["batch"], geometry["depth"]
+    out = T.permute(T.reshape(t, (n, depth, c) + tuple(t.shape[2:])), (0, 2, 1, 3, 4))
+    return T.squeeze(out, 0) if unbatched else out
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max over 3-D windows: max_pool2d of each kernel depth's planes, then the first maximum
+    over the kernel depths (PyTorch's order: depth, then row, then column), so the gradient
+    goes to one element; ``return_indices`` gives flat positions in each D*H*W volume."""
+    from .functional import max_pool2d
+
+    planes, g = _depth_slices(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool3d",
+                              float("-inf"))
+    h, w = input.shape[-2:]
+    pooled = [max_pool2d(p, g["kernel"][1:], g["stride"][1:], g["padding"][1:], g["dilation"][1:], ceil_mode,
+                         return_indices=True) for p in planes]
+    values = T.stack([v for v, _ in pooled], -1)  # (N * D_out, C, H_out, W_out, kD)
+    arg = T.argmax(values, -1, keepdim=True)
+    unbatched = input.ndim == 4
+    out = _to_volume(T.squeeze(I.GATHER(values, arg, dim=4), -1), g, unbatched)
+    if not return_indices:
+        return out
+    n, depth = g["batch"][0], g["depth"]
+    # the input depth each (output depth, kernel depth) reads, times the plane size
+    first = np.arange(depth) * g["stride"][0] - g["lo"]
+    offsets = [T.to_tensor(np.tile((first + a) * h * w, n).reshape(n * depth, 1, 1, 1).astype(np.int64))
+               for a in g["starts"]]
+    flat = T.stack([T.add(i, o) for (_, i), o in zip(pooled, offsets)], -1)
+    return out, _to_volume(T.squeeze(I.GATHER(flat, arg, dim=4), -1), g, unbatched)
+
+
+def _window_counts(size, k, s, p, out, include_pad):
+    """PyTorch's average-pool divisor along one dim: the window clipped to the padded input
+    (``count_include_pad``) or to the input."""
+    start = np.arange(out) * s - p
+    if include_pad:
+        return np.minimum(start + k, size + p) - start
+    return np.minimum(start + k, size) - np.maximum(start, 0)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mean over 3-D windows: window sums (avg_pool2d sums of each kernel depth's planes,
+    added), divided by PyTorch's divisor (a product of per-dim window counts)."""
+    from .functional import _pool_geometry, avg_pool2d
+
+    planes, g = _depth_slices(input, kernel_size, stride, padding, 1, ceil_mode, "avg_pool3d", 0.0)
+    total = 0
+    for p in planes:
+        total = T.add(total, avg_pool2d(p, g["kernel"][1:], g["stride"][1:], g["padding"][1:], ceil_mode,
+                                        count_include_pad, divisor_override=1))
+    out = _to_volume(total, g, input.ndim == 4)
+    if divisor_override:
+        return T.div(out, float(divisor_override))
+    sizes = tuple(input.shape[-3:])
+    counts = [_window_counts(n, k, s, p, _pool_geometry(n, k, s, p, 1, ceil_mode)[0], count_include_pad)
+              for n, k, s, p in zip(sizes, g["kernel"], g["stride"], g["padding"])]
+    divisor = counts[0][:, None, None] * counts[1][None, :, None] * counts[2][None, None, :]
+    return T.div(out, T.to_tensor(divisor.astype(input.dtype.np)))
