@@ -236,4 +236,6 @@ TWINS = _twins() if torch is not None else {}
 NO_TWIN = {
     "dropout_mask": "random by design (its own counter-based generator); "
                     "tests/test_nn_functional.py checks its statistics, scaling and determinism",
+    "uniform_noise": "random by design (dropout_mask's generator); tests/test_nn_extras.py checks "
+                     "rrelu's and gumbel_softmax's statistics and compiled values",
 }

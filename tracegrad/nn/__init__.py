@@ -11,23 +11,31 @@ tracegrad.Size([8, 4])
 """
 from . import functional, init, utils
 from .activation import ELU, GLU, Hardtanh, LeakyReLU, LogSigmoid, Mish, SiLU, Softplus, Softsign
-from .batchnorm import BatchNorm1d, BatchNorm2d, GroupNorm
-from .container import ModuleDict, ModuleList, ParameterList, Sequential
-from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, MaxPool1d, MaxPool2d
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import (AvgPool1d, AvgPool2d, AvgPool3d, Conv1d, Conv2d, Conv3d, ConvTranspose2d, MaxPool1d,
+                   MaxPool2d, MaxPool3d)
 from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, LogSoftmax,
                      ReLU, Sigmoid, Softmax, Tanh, Unflatten)
-from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
-                   SmoothL1Loss)
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
+                   MultiLabelMarginLoss, MultiMarginLoss, NLLLoss, SmoothL1Loss,
+                   TripletMarginWithDistanceLoss)
 from .layers_more import (LAYERS_MORE, CELU, SELU, AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa: F401
-                          CosineEmbeddingLoss, CosineSimilarity, Dropout2d, GaussianNLLLoss,
-                          Hardshrink, Hardsigmoid, Hardswish, HingeEmbeddingLoss, InstanceNorm1d,
-                          InstanceNorm2d, KLDivLoss, MarginRankingLoss, MultiLabelSoftMarginLoss,
-                          PairwiseDistance, PixelShuffle, PixelUnshuffle, PoissonNLLLoss, PReLU,
-                          ReLU6, Softmin, SoftMarginLoss, Softshrink, Tanhshrink, Threshold,
-                          TripletMarginLoss, Upsample)
+                          AdaptiveAvgPool3d, CosineEmbeddingLoss, CosineSimilarity, Dropout2d,
+                          GaussianNLLLoss, Hardshrink, Hardsigmoid, Hardswish, HingeEmbeddingLoss,
+                          InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, KLDivLoss, MarginRankingLoss,
+                          MultiLabelSoftMarginLoss, PairwiseDistance, PixelShuffle, PixelUnshuffle,
+                          PoissonNLLLoss, PReLU, ReLU6, Softmin, SoftMarginLoss, Softshrink, Tanhshrink,
+                          Threshold, TripletMarginLoss, Upsample)
+from .layers_extra import (LAYERS_EXTRA, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d,  # noqa: F401
+                           AlphaDropout, Bilinear, ChannelShuffle, ConvTranspose1d, Dropout1d, Dropout3d,
+                           EmbeddingBag, FeatureAlphaDropout, Fold, LocalResponseNorm, LPPool1d, LPPool2d,
+                           MaxUnpool1d, MaxUnpool2d, RMSNorm, RReLU, Softmax2d, Unfold,
+                           UpsamplingBilinear2d, UpsamplingNearest2d)
 from .module import Module
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
+from .transformer_decoder import Transformer, TransformerDecoder, TransformerDecoderLayer
 from .padding import (PADDING_MODULES, CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d,
                       ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
                       ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
@@ -35,12 +43,14 @@ from .padding import (PADDING_MODULES, CircularPad1d, CircularPad2d, CircularPad
 from .parameter import Parameter
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "ModuleList",
-           "ModuleDict", "ParameterList", "Linear", "Identity", "Flatten", "Unflatten", "ReLU",
-           "Tanh", "Sigmoid", "GELU", "SiLU", "Softplus", "LeakyReLU", "ELU", "Mish", "Hardtanh",
-           "LogSigmoid", "Softsign", "GLU", "Softmax", "LogSoftmax", "Dropout", "LayerNorm",
-           "BatchNorm1d", "BatchNorm2d", "GroupNorm", "Embedding", "Conv1d", "Conv2d",
-           "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "MSELoss", "L1Loss",
-           "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
-           *PADDING_MODULES, *LAYERS_MORE,
-           "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
-           "TransformerEncoderLayer", "TransformerEncoder"]
+           "ModuleDict", "ParameterList", "ParameterDict", "Linear", "Identity", "Flatten", "Unflatten",
+           "ReLU", "Tanh", "Sigmoid", "GELU", "SiLU", "Softplus", "LeakyReLU", "ELU", "Mish",
+           "Hardtanh", "LogSigmoid", "Softsign", "GLU", "Softmax", "LogSoftmax", "Dropout", "LayerNorm",
+           "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "Embedding", "Conv1d", "Conv2d",
+           "Conv3d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d",
+           "AvgPool3d", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss",
+           "BCELoss", "BCEWithLogitsLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
+           "TripletMarginWithDistanceLoss", *PADDING_MODULES, *LAYERS_MORE, *LAYERS_EXTRA, "RNN",
+           "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
+           "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
+           "TransformerDecoder", "Transformer"]

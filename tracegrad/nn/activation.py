@@ -7,6 +7,8 @@ tensor([-0.1000,  2.0000])
 """
 from __future__ import annotations
 
+import inspect
+
 from . import functional as F
 from .module import Module
 
@@ -39,7 +41,15 @@ class _Elementwise(Module):
 def _activation(name, fn, arg_names=(), defaults=(), extra_repr=None):
     """A module class calling ``fn`` with its constructor arguments; ``extra_repr`` replaces
     the default ``name=value`` listing where PyTorch prints them otherwise."""
-    body = {"fn": staticmethod(fn), "arg_names": arg_names, "defaults": defaults,
+    def __init__(self, *args, **kwargs):
+        _Elementwise.__init__(self, *args, **kwargs)
+
+    # (what inspect.signature and help() show: PyTorch's constructor arguments)
+    __init__.__signature__ = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
+           for n, d in zip(arg_names, defaults)])
+    body = {"fn": staticmethod(fn), "arg_names": arg_names, "defaults": defaults, "__init__": __init__,
             "__doc__": f"``F.{fn.__name__}``.", "__module__": __name__}
     if extra_repr is not None:
         body["extra_repr"] = extra_repr

@@ -1,11 +1,11 @@
-"""Batch normalisation (PyTorch's ``BatchNorm1d``/``BatchNorm2d``, and ``GroupNorm``): per-channel statistics of the
+"""Batch normalisation (PyTorch's ``BatchNorm1d/2d/3d``, and ``GroupNorm``): per-channel statistics of the
 batch in training, updating ``running_mean``/``running_var`` in place (inside a compiled step
 too: they are written back like optimizer state), the running ones in ``eval()``.
 
 >>> import tracegrad as tg
 >>> bn = tg.nn.BatchNorm1d(3)
 >>> bn
-BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)
+BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
 >>> y = bn(tg.tensor([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]))
 >>> bn.running_mean
 tensor([0.2000, 0.2000, 0.2000])
@@ -23,13 +23,16 @@ class _BatchNorm(Module):
     expected_dims = ()
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 device=None, dtype=None):
+                 device=None, dtype=None, *, bias=True):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
             self.weight = Parameter(creation.ones(num_features, dtype=dtype))
-            self.bias = Parameter(creation.zeros(num_features, dtype=dtype))
+            if bias:
+                self.bias = Parameter(creation.zeros(num_features, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -65,7 +68,7 @@ class _BatchNorm(Module):
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
@@ -78,6 +81,12 @@ class BatchNorm2d(_BatchNorm):
     """Over ``(N, C, H, W)``."""
 
     expected_dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Over ``(N, C, D, H, W)``."""
+
+    expected_dims = (5,)
 
 
 class GroupNorm(Module):

@@ -228,6 +228,79 @@ class ParameterList(Module):
                          for i, p in enumerate(self))
 
 
+# PyTorch's legacy tensor type names, which ParameterDict's repr prints
+_TYPENAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+              "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+              "bool": "Bool"}
+
+
+class ParameterDict(Module):
+    """An ordered dict of Parameters (a plain tensor becomes one) that the parent module sees
+    under their keys.
+
+    >>> import tracegrad as tg
+    >>> d = tg.nn.ParameterDict({"scale": tg.ones(2)})
+    >>> d["shift"] = tg.zeros(2, 3)
+    >>> list(d.state_dict())
+    ['scale', 'shift']
+    >>> d
+    ParameterDict(
+        (scale): Parameter containing: [torch.FloatTensor of size 2]
+        (shift): Parameter containing: [torch.FloatTensor of size 2x3]
+    )
+    """
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        return self._parameters[key]
+
+    def __setitem__(self, key, value):
+        self.register_parameter(key, _as_parameter(value))
+
+    def __delitem__(self, key):
+        del self._parameters[key]
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def __contains__(self, key):
+        return key in self._parameters
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def values(self):
+        return self._parameters.values()
+
+    def items(self):
+        return self._parameters.items()
+
+    def get(self, key, default=None):
+        return self._parameters.get(key, default)
+
+    def pop(self, key):
+        return self._parameters.pop(key)
+
+    def clear(self):
+        self._parameters.clear()
+
+    def update(self, parameters):
+        pairs = parameters.items() if hasattr(parameters, "items") else parameters
+        for key, value in pairs:
+            self[key] = value
+
+    def extra_repr(self):
+        return "\n".join(f"  ({k}): Parameter containing: [torch.{_TYPENAMES.get(p.dtype.name, p.dtype.name)}"
+                         f"Tensor of size {'x'.join(str(s) for s in p.shape)}]" for k, p in self.items())
+
+
 def _as_parameter(value):
     from .parameter import Parameter
 

@@ -23,13 +23,17 @@ from .module import Module
 from .parameter import Parameter
 
 
-def _pair(v, name):
+def _ntuple(v, n, name):
     if isinstance(v, int):
-        return (v, v)
+        return (v,) * n
     v = tuple(v)
-    if len(v) != 2 or not all(isinstance(x, int) for x in v):
-        raise ValueError(f"{name} must be an int or a pair of ints, got {v!r}")
+    if len(v) != n or not all(isinstance(x, int) for x in v):
+        raise ValueError(f"{name} must be an int or {'a pair of' if n == 2 else n} ints, got {v!r}")
     return v
+
+
+def _pair(v, name):
+    return _ntuple(v, 2, name)
 
 
 # Conv's padding_mode: F.pad's mode for it
@@ -38,6 +42,8 @@ PADDING_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "replic
 
 class Conv2d(Module):
     """2-D convolution over ``(N, C_in, H, W)`` with weight ``(C_out, C_in/groups, kH, kW)``."""
+
+    dims = 2  # (the spatial dims its sizes have)
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
@@ -48,17 +54,17 @@ class Conv2d(Module):
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups != 0:
             raise ValueError("out_channels must be divisible by groups")
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.stride = _pair(stride, "stride")
-        self.dilation = _pair(dilation, "dilation")
+        self.kernel_size = _ntuple(kernel_size, self.dims, "kernel_size")
+        self.stride = _ntuple(stride, self.dims, "stride")
+        self.dilation = _ntuple(dilation, self.dims, "dilation")
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
                 raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
-            if padding == "same" and self.stride != (1, 1):
+            if padding == "same" and any(s != 1 for s in self.stride):
                 raise ValueError("padding='same' is not supported for strided convolutions")
             self.padding = padding
         else:
-            self.padding = _pair(padding, "padding")
+            self.padding = _ntuple(padding, self.dims, "padding")
         if padding_mode not in PADDING_MODES:
             raise ValueError(f"padding_mode must be one of {list(PADDING_MODES)}, but got "
                              f"padding_mode={padding_mode!r}")
@@ -100,9 +106,9 @@ class Conv2d(Module):
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if self.padding != (0, 0):
+        if self.padding != (0,) * self.dims:
             s += f", padding={self.padding}"
-        if self.dilation != (1, 1):
+        if self.dilation != (1,) * self.dims:
             s += f", dilation={self.dilation}"
         if self.groups != 1:
             s += f", groups={self.groups}"
@@ -159,6 +165,22 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
+class MaxPool3d(MaxPool2d):
+    """Max over ``kernel_size`` windows of ``(N, C, D, H, W)``."""
+
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    """Mean over ``kernel_size`` windows of ``(N, C, D, H, W)``."""
+
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
 class Conv1d(Conv2d):
     """1-D convolution over ``(N, C_in, L)`` with weight ``(C_out, C_in/groups, k)``."""
 
@@ -183,6 +205,18 @@ class Conv1d(Conv2d):
 
     def extra_repr(self):
         return super().extra_repr().replace(", padding=(0,)", "").replace(", dilation=(1,)", "")
+
+
+class Conv3d(Conv2d):
+    """3-D convolution over ``(N, C_in, D, H, W)`` with weight ``(C_out, C_in/groups, kD, kH,
+    kW)``."""
+
+    dims = 3
+
+    def forward(self, input):
+        input, padding = self._mode_padded(input)
+        return F.conv3d(input, self.weight, self.bias, stride=self.stride, padding=padding,
+                        dilation=self.dilation, groups=self.groups)
 
 
 class MaxPool1d(MaxPool2d):
@@ -215,6 +249,28 @@ def _no_grad():
     return no_grad()
 
 
+def _output_padding(conv, input, output_size):
+    """A transposed convolution's output_padding, or the one that gives ``output_size`` (its
+    spatial sizes, optionally after the batch and channel sizes), as PyTorch's."""
+    if output_size is None:
+        return conv.output_padding
+    k = len(conv.kernel_size)
+    lead = 2 if input.ndim == k + 2 else 1
+    output_size = tuple(output_size)
+    if len(output_size) == lead + k:
+        output_size = output_size[lead:]
+    if len(output_size) != k:
+        raise ValueError(f"ConvTranspose{k}D: for {input.ndim}D input, output_size must have {k} or "
+                         f"{lead + k} elements (got {len(output_size)})")
+    low = [(input.shape[lead + d] - 1) * conv.stride[d] - 2 * conv.padding[d]
+           + conv.dilation[d] * (conv.kernel_size[d] - 1) + 1 for d in range(k)]
+    high = [m + s - 1 for m, s in zip(low, conv.stride)]
+    if any(not lo <= size <= hi for size, lo, hi in zip(output_size, low, high)):
+        raise ValueError(f"requested an output size of {list(output_size)}, but valid sizes range from "
+                         f"{low} to {high} (for an input of {list(input.shape[lead:])})")
+    return tuple(size - lo for size, lo in zip(output_size, low))
+
+
 class ConvTranspose2d(Module):
     """The transpose of Conv2d (a "deconvolution"), weight ``(C_in, C_out/groups, kH, kW)``."""
 
@@ -240,10 +296,8 @@ class ConvTranspose2d(Module):
             _uniform_bias(self.bias, self.weight)
 
     def forward(self, input, output_size=None):
-        if output_size is not None:
-            raise NotImplementedError("ConvTranspose2d: output_size is not supported; pass output_padding")
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self.output_padding, self.groups, self.dilation)
+                                  _output_padding(self, input, output_size), self.groups, self.dilation)
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"

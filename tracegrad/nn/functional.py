@@ -151,6 +151,35 @@ def softmax(input, dim=None, dtype=None):
 
 
 # ----------------------------------------------------------------------------- losses
+def _legacy_reduction(size_average, reduce, reduction):
+    """The reduction PyTorch's deprecated ``size_average``/``reduce`` pair asks for, when either
+    is given (each None counts as True), with PyTorch's warning; else ``reduction``."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    legacy = ("mean" if size_average else "sum") if reduce else "none"
+    import warnings
+
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{legacy}' "
+                  "instead.", stacklevel=3)
+    return legacy
+
+
+def _weighted_reduce(loss, weight, reduction, input, weighted_mean=True):
+    """An elementwise ``weight`` (input's size) applied; the mean is the weighted mean (sum /
+    sum of weights), as PyTorch's mse_loss and l1_loss, or the plain mean of the weighted
+    terms, as its huber_loss."""
+    if weight is None:
+        return _reduce(loss, reduction)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = T.mul(loss, weight)
+    if reduction == "mean" and weighted_mean:
+        return T.div(T.sum(loss), T.sum(weight))
+    return _reduce(loss, reduction)
+
+
 def _reduce(loss, reduction):
     if reduction == "mean":
         return T.mean(loss)
@@ -161,7 +190,8 @@ def _reduce(loss, reduction):
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
-def mse_loss(input, target, reduction="mean", weight=None):
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(input.shape) != tuple(target.shape):
         import warnings
 
@@ -169,14 +199,12 @@ def mse_loss(input, target, reduction="mean", weight=None):
                       f"({input.shape}). This will likely lead to incorrect results due to "
                       "broadcasting. Please ensure they have the same size.", stacklevel=2)
     diff = T.sub(input, target)
-    loss = T.mul(diff, diff)
-    if weight is not None:
-        loss = T.mul(loss, weight)
-    return _reduce(loss, reduction)
+    return _weighted_reduce(T.mul(diff, diff), weight, reduction, input)
 
 
-def l1_loss(input, target, reduction="mean"):
-    return _reduce(T.abs(T.sub(input, target)), reduction)
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _weighted_reduce(T.abs(T.sub(input, target)), weight, reduction, input)
 
 
 def _class_weight(weight, nclass, ndim, dtype):
@@ -187,9 +215,11 @@ def _class_weight(weight, nclass, ndim, dtype):
     return T.reshape(T.cast(weight, dtype), [nclass] + [1] * (ndim - 2)) if ndim > 1 else weight
 
 
-def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
     """Negative log-likelihood of integer ``target`` classes under log-probabilities ``input``
     of shape (C,), (N, C) or (N, C, d1, ...)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if target.dtype not in (_dt.int64, _dt.int32):
         raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
     if input.ndim < 1:
@@ -217,11 +247,12 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     return _reduce(loss, reduction)
 
 
-def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
-                  label_smoothing=0.0):
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
     """``nll_loss(log_softmax(input, 1), target)`` for integer targets; with floating targets of
     the input's shape, the cross entropy against those class probabilities.
     ``label_smoothing`` mixes the target with the uniform distribution, as in PyTorch."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     cdim = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, cdim)
     nclass = input.shape[cdim]
@@ -239,7 +270,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
             n = loss.numel()
             return T.div(T.sum(loss), float(n)) if n else T.sum(loss)
         return _reduce(loss, reduction)
-    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing <= 0:
         return nll
     # PyTorch: (1 - eps) * nll + eps / C * smooth, smooth = -sum_c w_c logp_c over kept items
@@ -260,9 +291,10 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     return T.add(T.mul(nll, 1 - label_smoothing), T.mul(smooth, label_smoothing / nclass))
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean",
-                                     pos_weight=None):
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
     """``-[pw * y * log sigmoid(x) + (1 - y) * log(1 - sigmoid(x))]``, computed stably."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size "
                          f"({list(input.shape)})")
@@ -314,10 +346,11 @@ def _bce_function():
 _BCE = None
 
 
-def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """``-[y log p + (1 - y) log(1 - p)]`` of probabilities ``input``, each log clamped at
     -100 as in PyTorch (so that p = 0 or 1 give a finite loss), with PyTorch's gradient."""
     global _BCE
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({list(target.shape)}) that is different to the "
                          f"input size ({list(input.shape)}) is deprecated. Please ensure they have "
@@ -330,19 +363,20 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     return _reduce(loss, reduction)
 
 
-def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """``0.5 d^2 / beta`` below ``beta``, ``|d| - 0.5 beta`` above (``|d|`` for beta 0)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     d = T.abs(T.sub(input, target))
     if beta == 0:
         return _reduce(d, reduction)
     return _reduce(T.where(T.lt(d, beta), T.mul(T.mul(d, d), 0.5 / beta), T.sub(d, 0.5 * beta)), reduction)
 
 
-def huber_loss(input, target, reduction="mean", delta=1.0):
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """``0.5 d^2`` below ``delta``, ``delta (|d| - 0.5 delta)`` above."""
     d = T.abs(T.sub(input, target))
-    return _reduce(T.where(T.lt(d, delta), T.mul(T.mul(d, d), 0.5), T.mul(T.sub(d, 0.5 * delta), delta)),
-                   reduction)
+    loss = T.where(T.lt(d, delta), T.mul(T.mul(d, d), 0.5), T.mul(T.sub(d, 0.5 * delta), delta))
+    return _weighted_reduce(loss, weight, reduction, input, weighted_mean=False)
 
 
 # ----------------------------------------------------------------------------- normalisation, embedding
@@ -480,15 +514,20 @@ def _pad_constant(input, pad, value):
 
 
 # ----------------------------------------------------------------------------- embedding
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """Normalise over the trailing ``normalized_shape`` dims (biased variance), then scale/shift."""
+def _normalized_dims(input, normalized_shape):
+    """The trailing dims a layer/RMS norm reduces over, checked against ``normalized_shape``."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k = len(shape)
-    if tuple(input.shape[input.ndim - k:]) != shape or k > input.ndim:
+    if k > input.ndim or tuple(input.shape[input.ndim - k:]) != shape:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*, {', '.join(map(str, shape))}], but got input of size "
                            f"{list(input.shape)}")
-    dims = tuple(range(input.ndim - k, input.ndim))
+    return tuple(range(input.ndim - k, input.ndim))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing ``normalized_shape`` dims (biased variance), then scale/shift."""
+    dims = _normalized_dims(input, normalized_shape)
     mu = T.mean(input, dims, keepdim=True)
     centered = T.sub(input, mu)
     var = T.mean(T.mul(centered, centered), dims, keepdim=True)
@@ -532,13 +571,17 @@ def one_hot(tensor, num_classes=-1):
     return T.eq(T.unsqueeze(tensor, -1), creation.arange(num_classes)).long()
 
 
+def _check_dropout_p(p):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)``. The mask
     comes from the ``dropout_mask`` op seeded from ``tg.manual_seed``'s generator."""
     from .. import creation
 
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _check_dropout_p(p)
     if not training or p == 0.0:
         return input
     if p == 1.0:
@@ -856,18 +899,29 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """PyTorch's ``F.unfold`` (im2col) on a 4-D input: (N, C*kh*kw, L)."""
+    """PyTorch's ``F.unfold`` (im2col): ``(N, C, H, W)`` to ``(N, C*kh*kw, L)``, or unbatched
+    ``(C, H, W)`` to ``(C*kh*kw, L)``."""
+    if input.ndim not in (3, 4):
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
+    x = T.unsqueeze(input, 0) if input.ndim == 3 else input
     ph, pw = _pair(padding, "padding")
-    return N.UNFOLD2D(input, kernel=_pair(kernel_size, "kernel_size"), stride=_pair(stride, "stride"),
-                      padding=((ph, ph), (pw, pw)), dilation=_pair(dilation, "dilation"))
+    out = N.UNFOLD2D(x, kernel=_pair(kernel_size, "kernel_size"), stride=_pair(stride, "stride"),
+                     padding=((ph, ph), (pw, pw)), dilation=_pair(dilation, "dilation"))
+    return T.squeeze(out, 0) if input.ndim == 3 else out
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """PyTorch's ``F.fold`` (col2im, summing overlaps), the transpose of ``unfold``."""
+    """PyTorch's ``F.fold`` (col2im, summing overlaps), the transpose of ``unfold``:
+    ``(N, C*kh*kw, L)`` to ``(N, C, H, W)``, or unbatched ``(C*kh*kw, L)`` to ``(C, H, W)``."""
+    if input.ndim not in (2, 3):
+        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are "
+                                  f"supported (got {input.ndim}D)")
+    x = T.unsqueeze(input, 0) if input.ndim == 2 else input
     ph, pw = _pair(padding, "padding")
-    return N.FOLD2D(input, output_size=_pair(output_size, "output_size"),
-                    kernel=_pair(kernel_size, "kernel_size"), stride=_pair(stride, "stride"),
-                    padding=((ph, ph), (pw, pw)), dilation=_pair(dilation, "dilation"))
+    out = N.FOLD2D(x, output_size=_pair(output_size, "output_size"),
+                   kernel=_pair(kernel_size, "kernel_size"), stride=_pair(stride, "stride"),
+                   padding=((ph, ph), (pw, pw)), dilation=_pair(dilation, "dilation"))
+    return T.squeeze(out, 0) if input.ndim == 2 else out
 
 
 from .functional_more import *  # noqa: E402,F401,F403  (more of torch.nn.functional)
@@ -879,3 +933,18 @@ from .losses_more import *  # noqa: E402,F401,F403  (more losses and distances)
 from .losses_more import __all__ as _losses  # noqa: E402
 
 __all__ += _losses
+
+from .functional_pool import *  # noqa: E402,F401,F403  (adaptive max, Lp pooling, conv_transpose1d)
+from .functional_pool import __all__ as _pool  # noqa: E402
+
+__all__ += _pool
+
+from .functional_grid import *  # noqa: E402,F401,F403  (affine_grid, grid_sample)
+from .functional_grid import __all__ as _grid  # noqa: E402
+
+__all__ += _grid
+
+from .functional_extra import *  # noqa: E402,F401,F403  (norms, dropouts, in-place activations)
+from .functional_extra import __all__ as _extra  # noqa: E402
+
+__all__ += _extra

@@ -23,10 +23,10 @@ import numpy as np
 from .. import functional as T
 from ..einsum import einsum
 
-__all__ = ["relu6", "selu", "celu", "hardswish", "hardsigmoid", "softmin", "tanhshrink",
-           "softshrink", "hardshrink", "threshold", "prelu", "kl_div", "adaptive_avg_pool1d",
-           "adaptive_avg_pool2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle",
-           "dropout2d"]
+__all__ = ["relu6", "selu", "celu", "hardswish", "hardsigmoid", "softmin", "tanhshrink", "softshrink",
+           "hardshrink", "threshold", "prelu", "kl_div", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+           "adaptive_avg_pool3d", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
+           "pixel_shuffle", "pixel_unshuffle", "dropout2d", "dropout3d"]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -114,6 +114,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """``target * (log(target) - input)`` pointwise (``input`` holds log-probabilities; 0
     where target is 0), reduced as PyTorch's; ``"batchmean"`` divides the sum by the batch."""
     from ..math_extras import xlogy
+    from .functional import _legacy_reduction
+
+    reduction = _legacy_reduction(size_average, reduce, reduction)
 
     if log_target:
         pointwise = T.mul(T.exp(target), T.sub(target, input))
@@ -169,6 +172,12 @@ def adaptive_avg_pool2d(input, output_size):
     """Averages over an ``output_size`` grid of windows of the last two dims."""
     h, w = _sizes(output_size, 2, input)
     return _resample(input, [_adaptive_matrix(input.shape[-2], h), _adaptive_matrix(input.shape[-1], w)])
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Averages over an ``output_size`` grid of windows of the last three dims."""
+    sizes = _sizes(output_size, 3, input)
+    return _resample(input, [_adaptive_matrix(input.shape[input.ndim - 3 + d], n) for d, n in enumerate(sizes)])
 
 
 _INTERP_DIMS = {"linear": 1, "bilinear": 2, "trilinear": 3}
@@ -235,6 +244,20 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated in PyTorch (it warns so too): ``interpolate`` in nearest mode."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated in PyTorch (it warns so too): ``interpolate``, bilinear with aligned corners."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
 def pixel_shuffle(input, upscale_factor):
     """``(*, C r^2, H, W)`` to ``(*, C, H r, W r)``."""
     r = int(upscale_factor)
@@ -261,15 +284,45 @@ def pixel_unshuffle(input, downscale_factor):
     return T.reshape(x, (*lead, c * r * r, h // r, w // r))
 
 
-def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels (dim 1 of ``(N, C, H, W)``, dim 0 of ``(C, H, W)``) with probability
-    ``p``, scaling the rest by ``1 / (1 - p)``."""
+def _feature_dropout(input, p, training, inplace, channel_dims):
+    """Zero whole channels, the leading ``channel_dims`` dims indexing them, with probability
+    ``p``, scaling the rest by ``1 / (1 - p)`` (PyTorch's feature dropout)."""
     from ..creation import ones
-    from .functional import dropout
+    from .functional import _check_dropout_p, dropout
 
+    _check_dropout_p(p)
     if not training or p == 0.0:
         return input
-    channel_dims = 2 if input.ndim == 4 else 1
     mask = dropout(ones(*input.shape[:channel_dims], *(1,) * (input.ndim - channel_dims),
                         dtype=input.dtype), p)
     return _inplace_result(input, T.mul(input, mask), inplace)
+
+
+def _dropout_rank_warning(name, input, ranks, spatial):
+    if input.ndim not in ranks:
+        warnings.warn(f"{name}: Received a {input.ndim}-D input to {name}, which is deprecated and will "
+                      "result in an error in a future release. To retain the behavior and silence this "
+                      f"warning, please use dropout instead. Note that {name} exists to provide "
+                      f"channel-wise dropout on inputs with {spatial} spatial dimensions, a channel "
+                      f"dimension, and an optional batch dimension (i.e. {ranks[0]}D or {ranks[1]}D "
+                      "inputs).", stacklevel=3)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels (dim 1 of ``(N, C, H, W)``) with probability ``p``, scaling the rest
+    by ``1 / (1 - p)``. A 3-D input is ``(N, C, L)``, as PyTorch's (it warns so)."""
+    _dropout_rank_warning("dropout2d", input, (3, 4), 2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel "
+                      "dim. This behavior will change in a future release to interpret the input as one "
+                      "without a batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise "
+                      "dropout behavior, please switch to using dropout1d instead.", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace, 2)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels (dim 1 of ``(N, C, D, H, W)``, dim 0 of ``(C, D, H, W)``) with
+    probability ``p``, scaling the rest by ``1 / (1 - p)``."""
+    _dropout_rank_warning("dropout3d", input, (4, 5), 3)
+    return _feature_dropout(input, p, training, inplace, 2 if input.ndim == 5 else 1)

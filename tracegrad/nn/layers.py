@@ -220,9 +220,13 @@ class Embedding(Module):
     """A lookup table ``(num_embeddings, embedding_dim)`` initialised from N(0, 1); the row at
     ``padding_idx`` starts at zero and receives no gradient."""
 
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, _weight=None,
-                 device=None, dtype=None):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None,
+                 dtype=None):
         super().__init__()
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise NotImplementedError(f"{type(self).__name__}: max_norm, scale_grad_by_freq and sparse are "
+                                      "not supported")
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         if padding_idx is not None:
@@ -240,6 +244,7 @@ class Embedding(Module):
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
                 raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
             self.weight = Parameter(_weight)
+        self.weight.requires_grad = not _freeze
 
     def reset_parameters(self):
         init.normal_(self.weight)
@@ -254,9 +259,7 @@ class Embedding(Module):
         if embeddings.ndim != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
-        emb = cls(rows, cols, padding_idx=padding_idx, _weight=embeddings)
-        emb.weight.requires_grad = not freeze
-        return emb
+        return cls(rows, cols, padding_idx=padding_idx, _weight=embeddings, _freeze=freeze)
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx)

@@ -8,6 +8,8 @@ tensor([-0.0000,  0.0000,  0.6667])
 """
 from __future__ import annotations
 
+import inspect
+
 from .. import creation
 from . import functional as F
 from .activation import _activation
@@ -49,7 +51,7 @@ class KLDivLoss(_Loss):
     reductions = _Loss.reductions + ("batchmean",)
 
     def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
-        super().__init__(reduction)
+        super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
 
     def forward(self, input, target):
@@ -76,6 +78,10 @@ class AdaptiveAvgPool1d(_AdaptiveAvgPool):
 
 class AdaptiveAvgPool2d(_AdaptiveAvgPool):
     fn = staticmethod(F.adaptive_avg_pool2d)
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPool):
+    fn = staticmethod(F.adaptive_avg_pool3d)
 
 
 class Upsample(Module):
@@ -137,16 +143,26 @@ class Dropout2d(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
-def _loss(name, fn, options):
-    """A loss module calling ``fn(*inputs, **options, reduction=...)``; ``options`` are its
-    constructor's keyword arguments and their defaults."""
-    def __init__(self, *args, reduction="mean", size_average=None, reduce=None, **kwargs):
-        _Loss.__init__(self, reduction)
-        values = dict(options, **dict(zip(options, args)), **kwargs)
-        for key in values:
-            if key not in options:
-                raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+def _loss(name, fn, params, keyword_only=False):
+    """A loss module calling ``fn(*inputs, **options, reduction=...)``. ``params`` lists its
+    constructor's arguments in PyTorch's order, with their defaults: its options, ``reduction``
+    and, where PyTorch has them, the deprecated ``size_average`` and ``reduce`` (all
+    keyword-only if so)."""
+    signature = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY if keyword_only
+                             else inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d) for n, d in params])
+
+    def __init__(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)  # PyTorch's TypeError for a bad call
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        del values["self"]
+        _Loss.__init__(self, values.pop("size_average", None), values.pop("reduce", None),
+                       values.pop("reduction"))
         self._options = values
+
+    __init__.__signature__ = signature
 
     def forward(self, *inputs):
         return fn(*inputs, **self._options, reduction=self.reduction)
@@ -155,19 +171,23 @@ def _loss(name, fn, options):
                                  "__doc__": f"``F.{fn.__name__}`` as a module."})
 
 
-MarginRankingLoss = _loss("MarginRankingLoss", F.margin_ranking_loss, {"margin": 0.0})
-HingeEmbeddingLoss = _loss("HingeEmbeddingLoss", F.hinge_embedding_loss, {"margin": 1.0})
-SoftMarginLoss = _loss("SoftMarginLoss", F.soft_margin_loss, {})
-CosineEmbeddingLoss = _loss("CosineEmbeddingLoss", F.cosine_embedding_loss, {"margin": 0.0})
+_LEGACY_DEFAULTS = [("size_average", None), ("reduce", None), ("reduction", "mean")]
+MarginRankingLoss = _loss("MarginRankingLoss", F.margin_ranking_loss, [("margin", 0.0), *_LEGACY_DEFAULTS])
+HingeEmbeddingLoss = _loss("HingeEmbeddingLoss", F.hinge_embedding_loss, [("margin", 1.0), *_LEGACY_DEFAULTS])
+SoftMarginLoss = _loss("SoftMarginLoss", F.soft_margin_loss, _LEGACY_DEFAULTS)
+CosineEmbeddingLoss = _loss("CosineEmbeddingLoss", F.cosine_embedding_loss, [("margin", 0.0), *_LEGACY_DEFAULTS])
 TripletMarginLoss = _loss("TripletMarginLoss", F.triplet_margin_loss,
-                          {"margin": 1.0, "p": 2.0, "eps": 1e-6, "swap": False})
-GaussianNLLLoss = _loss("GaussianNLLLoss", F.gaussian_nll_loss, {"full": False, "eps": 1e-6})
-PoissonNLLLoss = _loss("PoissonNLLLoss", F.poisson_nll_loss, {"log_input": True, "full": False, "eps": 1e-8})
+                          [("margin", 1.0), ("p", 2.0), ("eps", 1e-6), ("swap", False), *_LEGACY_DEFAULTS])
+GaussianNLLLoss = _loss("GaussianNLLLoss", F.gaussian_nll_loss, [("full", False), ("eps", 1e-6), ("reduction", "mean")],
+                        keyword_only=True)
+PoissonNLLLoss = _loss("PoissonNLLLoss", F.poisson_nll_loss,
+                       [("log_input", True), ("full", False), ("size_average", None), ("eps", 1e-8),
+                        ("reduce", None), ("reduction", "mean")])
 
 
 class MultiLabelSoftMarginLoss(_Loss):
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
-        super().__init__(reduction)
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
 
     def forward(self, input, target):
@@ -236,9 +256,14 @@ class InstanceNorm2d(_InstanceNorm):
     dims = 2
 
 
+class InstanceNorm3d(_InstanceNorm):
+    dims = 3
+
+
 LAYERS_MORE = ["ReLU6", "SELU", "CELU", "Hardswish", "Hardsigmoid", "Softmin", "Tanhshrink",
                "Threshold", "Softshrink", "Hardshrink", "PReLU", "KLDivLoss", "AdaptiveAvgPool1d",
-               "AdaptiveAvgPool2d", "Upsample", "PixelShuffle", "PixelUnshuffle", "Dropout2d",
-               "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss",
-               "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss", "MultiLabelSoftMarginLoss",
-               "PairwiseDistance", "CosineSimilarity", "InstanceNorm1d", "InstanceNorm2d"]
+               "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "Upsample", "PixelShuffle", "PixelUnshuffle",
+               "Dropout2d", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss",
+               "CosineEmbeddingLoss", "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss",
+               "MultiLabelSoftMarginLoss", "PairwiseDistance", "CosineSimilarity", "InstanceNorm1d",
+               "InstanceNorm2d", "InstanceNorm3d"]

@@ -1,7 +1,8 @@
 """More of ``torch.nn.functional``'s losses and distances, re-exported by
 ``tracegrad.nn.functional``: margin ranking, hinge embedding, soft margin, cosine embedding,
-triplet margin, Gaussian and Poisson negative log-likelihoods, multilabel soft margin,
-``pairwise_distance`` and ``instance_norm``. Each follows PyTorch's formula term by term, so
+triplet margin (also with any distance), Gaussian and Poisson negative log-likelihoods,
+multilabel soft margin, the multi-class and multilabel margins, ``pairwise_distance`` and
+``instance_norm``. Each follows PyTorch's formula term by term, so
 values and gradients agree with its kernels (its epsilons included).
 
 >>> import tracegrad as tg
@@ -18,7 +19,8 @@ from ..composites import norm
 
 __all__ = ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
            "pairwise_distance", "triplet_margin_loss", "gaussian_nll_loss", "poisson_nll_loss",
-           "multilabel_soft_margin_loss", "instance_norm"]
+           "multilabel_soft_margin_loss", "instance_norm", "multi_margin_loss", "multilabel_margin_loss",
+           "triplet_margin_with_distance_loss"]
 
 
 def _reduce(loss, reduction):
@@ -27,27 +29,39 @@ def _reduce(loss, reduction):
     return reduce_(loss, reduction)
 
 
-def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
+def _legacy(size_average, reduce, reduction):
+    from .functional import _legacy_reduction
+
+    return _legacy_reduction(size_average, reduce, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
     """``max(0, -target * (input1 - input2) + margin)``."""
+    reduction = _legacy(size_average, reduce, reduction)
     return _reduce(T.clamp(T.add(T.mul(T.neg(target), T.sub(input1, input2)), margin), min=0.0), reduction)
 
 
-def hinge_embedding_loss(input, target, margin=1.0, reduction="mean"):
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """``input`` where target is 1, ``max(0, margin - input)`` where it is -1."""
+    reduction = _legacy(size_average, reduce, reduction)
     zero = T.mul(input, 0.0)
     margin_part = T.where(T.ne(target, 1), T.clamp(T.sub(margin, input), min=0.0), zero)
     self_part = T.where(T.ne(target, -1), input, zero)
     return _reduce(T.add(margin_part, self_part), reduction)
 
 
-def soft_margin_loss(input, target, reduction="mean"):
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-target * input))``."""
+    reduction = _legacy(size_average, reduce, reduction)
     return _reduce(T.log1p(T.exp(T.mul(T.neg(target), input))), reduction)
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
     """``1 - cos`` where target is 1, ``max(0, cos - margin)`` where it is -1 (cosine along the
     last dim, with PyTorch's 1e-12 added to each squared norm)."""
+    reduction = _legacy(size_average, reduce, reduction)
     eps = 1e-12
     dim = input1.ndim - 1
     dot = T.sum(T.mul(input1, input2), dim)
@@ -66,9 +80,10 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
-                        reduction="mean"):
+                        size_average=None, reduce=None, reduction="mean"):
     """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with pairwise distances;
     ``swap`` uses ``min(d(a, n), d(p, n))``."""
+    reduction = _legacy(size_average, reduce, reduction)
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -98,6 +113,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
                      reduce=None, reduction="mean"):
     """``exp(input) - target * input`` (``log_input``) or ``input - target * log(input + eps)``;
     ``full`` adds Stirling's approximation of ``log(target!)`` where target > 1."""
+    reduction = _legacy(size_average, reduce, reduction)
     if log_input:
         loss = T.sub(T.exp(input), T.mul(target, input))
     else:
@@ -109,9 +125,11 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     return _reduce(loss, reduction)
 
 
-def multilabel_soft_margin_loss(input, target, weight=None, reduction="mean"):
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
     """``-(y log sigmoid(x) + (1 - y) log sigmoid(-x))`` averaged over the classes (the last
     dim), then reduced over the batch."""
+    reduction = _legacy(size_average, reduce, reduction)
     from .functional import logsigmoid
 
     loss = T.neg(T.add(T.mul(target, logsigmoid(input)), T.mul(T.sub(1.0, target), logsigmoid(T.neg(input)))))
@@ -129,3 +147,80 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     from .functional import group_norm
 
     return group_norm(input, input.shape[1], weight, bias, eps)
+
+
+def _hinge(z):
+    """``max(0, z)`` with no gradient at 0 (PyTorch's margin kernels test ``z > 0``)."""
+    return T.where(T.gt(z, 0), z, T.mul(z, 0.0))
+
+
+def _batched_classes(input, target, name):
+    if input.ndim not in (1, 2) or (input.ndim == 2 and input.shape[0] == 0):
+        raise RuntimeError(f"{name}: Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {list(input.shape)}")
+    if input.ndim == 1:
+        return T.unsqueeze(input, 0), T.reshape(target, (1, -1)), True
+    return input, target, False
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """``sum over i != y of max(0, margin - x[y] + x[i])^p / C`` per sample (``p`` 1 or 2),
+    each term scaled by ``weight[y]``."""
+    reduction = _legacy(size_average, reduce, reduction)
+    from ..creation import arange
+    from ..ops import index as I
+
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    x, y, unbatched = _batched_classes(input, target, "multi_margin_loss")
+    n, c = x.shape
+    y = T.reshape(y, (n, 1))
+    h = _hinge(T.add(T.sub(x, I.GATHER(x, y, dim=1)), margin))  # (N, C)
+    if p == 2:
+        h = T.mul(h, h)
+    if weight is not None:
+        h = T.mul(h, I.INDEX(weight, y, dim=0))
+    h = T.where(T.ne(arange(c), y), h, T.mul(h, 0.0))  # not the target class itself
+    loss = T.div(T.sum(h, 1), float(c))
+    return _reduce(T.squeeze(loss, 0) if unbatched else loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """``sum over targets j and non-targets i of max(0, 1 - (x[j] - x[i])) / C`` per sample;
+    ``target`` holds class indices, ended by the first -1."""
+    reduction = _legacy(size_average, reduce, reduction)
+    from ..creation import arange
+    from ..ops import index as I
+
+    x, y, unbatched = _batched_classes(input, target, "multilabel_margin_loss")
+    if tuple(y.shape) != tuple(x.shape):
+        raise RuntimeError(f"multilabel_margin_loss: inconsistent target size: {list(target.shape)} for "
+                           f"input of size: {list(input.shape)}")
+    n, c = x.shape
+    listed = T.eq(T.cumsum(T.cast(T.eq(y, -1), x.dtype), 1), 0)  # (N, C): before the first -1
+    safe = T.where(listed, y, 0)
+    is_target = T.amax(T.logical_and(T.unsqueeze(listed, -1),
+                                     T.eq(T.unsqueeze(safe, -1), arange(c))), 1)  # (N, C)
+    x_target = I.GATHER(x, safe, dim=1)  # (N, J)
+    h = _hinge(T.add(T.sub(T.unsqueeze(x, 1), T.unsqueeze(x_target, -1)), 1.0))  # (N, J, C)
+    keep = T.logical_and(T.unsqueeze(listed, -1), T.unsqueeze(T.logical_not(is_target), 1))
+    h = T.where(keep, h, T.mul(h, 0.0))
+    loss = T.div(T.sum(h, (1, 2)), float(c))
+    return _reduce(T.squeeze(loss, 0) if unbatched else loss, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` for any distance
+    ``d`` (``pairwise_distance`` by default); ``swap`` uses ``min(d(a, n), d(p, n))``."""
+    if margin <= 0:
+        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
+                         f"{margin} instead")
+    d = pairwise_distance if distance_function is None else distance_function
+    d_pos, d_neg = d(anchor, positive), d(anchor, negative)
+    if swap:
+        d_neg = T.minimum(d_neg, d(positive, negative))
+    return _reduce(T.clamp(T.add(T.sub(d_pos, d_neg), margin), min=0.0), reduction)

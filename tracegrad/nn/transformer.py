@@ -40,10 +40,19 @@ def _additive(mask, dtype):
     return T.cast(mask, dtype)
 
 
+def _append_zeros(t, dim):
+    """``t`` with one more position of zeros (False for a bool mask) at the end of ``dim``."""
+    shape = list(t.shape)
+    shape[dim] = 1
+    return T.cat([t, creation.zeros(*shape, dtype=t.dtype)], dim)
+
+
 class MultiheadAttention(Module):
     """``softmax(q k^T / sqrt(head_dim) + mask) v`` over ``num_heads`` heads of the projected
     query, key and value, then an output projection. Masks as PyTorch's: bool True means
-    "may not attend", a float mask is added; ``key_padding_mask`` is ``(N, S)``."""
+    "may not attend", a float mask is added; ``key_padding_mask`` is ``(N, S)``. Keys and
+    values of other sizes (``kdim``, ``vdim``) get their own projections; ``add_bias_kv``
+    appends a learnt key and value, ``add_zero_attn`` a zero one, to every sequence."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
                  add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
@@ -53,22 +62,39 @@ class MultiheadAttention(Module):
                              f"and num_heads={num_heads} instead")
         if embed_dim % num_heads:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        if add_bias_kv or add_zero_attn or (kdim not in (None, embed_dim)) or (vdim not in (None, embed_dim)):
-            raise NotImplementedError("MultiheadAttention: add_bias_kv, add_zero_attn and kdim/vdim other "
-                                      "than embed_dim are not supported")
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
         self.batch_first, self.head_dim = batch_first, embed_dim // num_heads
-        self.kdim = self.vdim = embed_dim
-        self._qkv_same_embed_dim = True
-        self.in_proj_weight = Parameter(creation.empty(3 * embed_dim, embed_dim, dtype=dtype))
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(creation.empty(3 * embed_dim, embed_dim, dtype=dtype))
+            for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
+                self.register_parameter(name, None)
+        else:
+            self.q_proj_weight = Parameter(creation.empty(embed_dim, embed_dim, dtype=dtype))
+            self.k_proj_weight = Parameter(creation.empty(embed_dim, self.kdim, dtype=dtype))
+            self.v_proj_weight = Parameter(creation.empty(embed_dim, self.vdim, dtype=dtype))
+            self.register_parameter("in_proj_weight", None)
         if bias:
             self.in_proj_bias = Parameter(creation.zeros(3 * embed_dim, dtype=dtype))
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dtype)
-        init.xavier_uniform_(self.in_proj_weight)
+        if add_bias_kv:
+            self.bias_k = Parameter(creation.empty(1, 1, embed_dim, dtype=dtype))
+            self.bias_v = Parameter(creation.empty(1, 1, embed_dim, dtype=dtype))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        for w in (self.in_proj_weight, self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
+            if w is not None:
+                init.xavier_uniform_(w)
         if bias:
             init.zeros_(self.out_proj.bias)
+        if add_bias_kv:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
@@ -83,21 +109,36 @@ class MultiheadAttention(Module):
         elif self.batch_first:
             query, key, value = (T.transpose(t, 0, 1) for t in (query, key, value))
         L, N, E = query.shape
-        S, H, hd = key.shape[0], self.num_heads, self.head_dim
+        H, hd = self.num_heads, self.head_dim
         if E != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
-        w_q, w_k, w_v = T.chunk(self.in_proj_weight, 3)
+        if self._qkv_same_embed_dim:
+            w_q, w_k, w_v = T.chunk(self.in_proj_weight, 3)
+        else:
+            w_q, w_k, w_v = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
         b_q, b_k, b_v = T.chunk(self.in_proj_bias, 3) if self.in_proj_bias is not None else (None,) * 3
+        q, k, v = F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+        mask, pad = attn_mask, key_padding_mask
+        if self.bias_k is not None:  # one more key and value, which every query may attend
+            k = T.cat([k, T.expand(self.bias_k, (1, N, E))], 0)
+            v = T.cat([v, T.expand(self.bias_v, (1, N, E))], 0)
+            mask = None if mask is None else _append_zeros(mask, -1)
+            pad = None if pad is None else _append_zeros(pad, -1)
 
-        def heads(x, w, b, n):  # (n, N, E) -> (N * H, n, hd)
-            return T.transpose(T.reshape(F.linear(x, w, b), (n, N * H, hd)), 0, 1)
+        def heads(x):  # (n, N, E) -> (N * H, n, hd)
+            return T.transpose(T.reshape(x, (x.shape[0], N * H, hd)), 0, 1)
 
-        q, k, v = heads(query, w_q, b_q, L), heads(key, w_k, b_k, S), heads(value, w_v, b_v, S)
+        q, k, v = heads(q), heads(k), heads(v)
+        if self.add_zero_attn:  # and a key and value of zeros
+            k, v = _append_zeros(k, 1), _append_zeros(v, 1)
+            mask = None if mask is None else _append_zeros(mask, -1)
+            pad = None if pad is None else _append_zeros(pad, -1)
+        S = k.shape[1]
         scores = T.matmul(T.mul(q, 1.0 / math.sqrt(hd)), T.transpose(k, 1, 2))  # (N * H, L, S)
-        mask = _additive(attn_mask, scores.dtype)
+        mask = _additive(mask, scores.dtype)
         if mask is not None:
             scores = T.add(scores, mask if mask.ndim == 2 else T.reshape(mask, (N * H, L, S)))
-        pad = _additive(key_padding_mask, scores.dtype)
+        pad = _additive(pad, scores.dtype)
         if pad is not None:
             pad = T.reshape(T.expand(T.reshape(pad, (N, 1, 1, S)), (N, H, 1, S)), (N * H, 1, S))
             scores = T.add(scores, pad)

@@ -1,5 +1,6 @@
 """Primitives for ``tg.nn.functional``: ``unfold2d`` (im2col) and its transpose ``fold2d`` (each
-is the other's VJP), and ``dropout_mask``, a random op whose seed is an input tensor.
+is the other's VJP), and the random ops ``dropout_mask`` and ``uniform_noise``, whose seed is
+an input tensor.
 
 ``padding`` is ``((top, bottom), (left, right))`` so that ceil-mode pooling can pad one side
 only; ``kernel``, ``stride`` and ``dilation`` are ``(h, w)`` pairs. The column layout is
@@ -156,3 +157,25 @@ DROPOUT_MASK = defop(
     "dropout_mask", infer=_infer_dropout_mask, impl=_dropout_mask_impl, differentiable=False,
     nondiff_inputs=(0,), random=True, kind="nn",
     sample=lambda: [((("seed",),), {"shape": (3, 4), "p": 0.25, "dtype": _dt.float64})])
+
+
+def _infer_uniform_noise(seed, shape, low, high, dtype):
+    if seed.dtype is not _dt.int64 or len(seed.shape) != 0:
+        raise RuntimeError(f"uniform_noise: seed must be a 0-dim int64 tensor, got {seed.dtype} "
+                           f"{list(seed.shape)}")
+    if not dtype.is_floating_point:
+        raise RuntimeError(f"uniform_noise: expected a floating point dtype, got {dtype}")
+    return tuple(shape), dtype
+
+
+def _uniform_noise_impl(seed, shape, low, high, dtype):
+    n = int(np.prod(shape, dtype=np.int64))
+    return (low + (high - low) * uniform_from_seed(int(seed), n)).reshape(shape).astype(dtype.np)
+
+
+# Uniform samples in [low, high) from dropout_mask's generator (in double, then rounded to
+# ``dtype``), so that random composites (rrelu, gumbel_softmax) compile whole.
+UNIFORM_NOISE = defop(
+    "uniform_noise", infer=_infer_uniform_noise, impl=_uniform_noise_impl, differentiable=False,
+    nondiff_inputs=(0,), random=True, kind="nn",
+    sample=lambda: [((("seed",),), {"shape": (3, 4), "low": -1.0, "high": 2.0, "dtype": _dt.float64})])

@@ -407,6 +407,18 @@ def dropout_mask(lw, n):
     _raw(lw, _block(["    " + b for b in body]), [sv, ov], "dropout_mask")
 
 
+def uniform_noise(lw, n):
+    seed = n.inputs[0]
+    sv = lw.contiguous(seed)
+    ov = lw.output_view(n.out)
+    low, high = float(n.attrs["low"]), float(n.attrs["high"])
+    total = _prod(n.out.shape)
+    body = [f"const int64_t seed = {_ptr(sv)}[0];",
+            f"for (int64_t e = 0; e < {total}; e++) {ov.buf}[e] = "
+            f"({ctype_of(n.out.dtype)})({low!r} + {high - low!r} * tg_uniform(seed, e));"]
+    _raw(lw, _block(["    " + b for b in body]), [sv, ov], "uniform_noise")
+
+
 def nonzero(lw, n):
     raise Unsupported("nonzero", "its output shape depends on the data")
 
