@@ -4,9 +4,11 @@
 ``Poisson``, ``StudentT`` and ``kl_divergence`` between them; PyTorch's formulas, argument
 checks and shapes (``batch_shape``, ``event_shape``).
 
-``log_prob``, ``entropy``, the moments and ``rsample`` are tensor arithmetic, so they
-differentiate and compile; drawing the noise is eager (a compiled function breaks its graph
-there, with a warning). The gamma family has no ``rsample`` (PyTorch's uses implicit
+``log_prob``, ``entropy``, the moments and ``sample``/``rsample`` differentiate and compile:
+the location-scale families, Uniform, Exponential and MultivariateNormal draw their noise from
+the seeded ``uniform_noise`` op (a compiled program takes a fresh seed each call, as dropout).
+The discrete and gamma families draw eagerly with NumPy (a compiled function breaks its graph
+there, with a warning); the gamma family has no ``rsample`` (PyTorch's uses implicit
 reparametrization gradients).
 
 >>> import tracegrad as tg

@@ -5,15 +5,25 @@ from __future__ import annotations
 import math
 
 from .. import creation
+from .. import dtypes as _dt
 from .. import functional as F
+from ..ops import nn as N
 from ..dtypes import finfo
 from .distribution import Distribution, broadcast_all
 
 
 def _noise(kind, shape, like):
-    """Standard noise of ``shape`` in ``like``'s dtype (drawn eagerly)."""
-    draw = creation.randn if kind == "normal" else creation.rand
-    return draw(*shape, dtype=like.dtype) if shape else F.reshape(draw(1, dtype=like.dtype), ())
+    """Standard noise of ``shape`` in ``like``'s dtype: uniform on [0, 1), or normal (Box-Muller
+    on two uniforms), from the seeded ``uniform_noise`` op, so that a compiled function samples
+    without breaking its graph (the seed is a program input, as dropout's)."""
+    def uniform():
+        return N.UNIFORM_NOISE(creation.seed_tensor(), shape=tuple(shape), low=0.0, high=1.0,
+                               dtype=_dt.float64)
+
+    u = uniform()
+    if kind == "normal":  # (1 - u is in (0, 1]: its log is finite)
+        u = F.sqrt(-2.0 * F.log(1.0 - u)) * F.cos(2 * math.pi * uniform())
+    return F.cast(u, like.dtype)
 
 
 class _LocationScale(Distribution):
