@@ -8,6 +8,7 @@ tensor([-0.1000,  2.0000])
 from __future__ import annotations
 
 import inspect
+import warnings
 
 from . import functional as F
 from .module import Module
@@ -61,7 +62,18 @@ Softplus = _activation("Softplus", F.softplus, ("beta", "threshold"), (1.0, 20.0
 LeakyReLU = _activation("LeakyReLU", F.leaky_relu, ("negative_slope", "inplace"), (0.01, False))
 ELU = _activation("ELU", F.elu, ("alpha", "inplace"), (1.0, False))
 Mish = _activation("Mish", F.mish, ("inplace",), (False,))
-Hardtanh = _activation("Hardtanh", F.hardtanh, ("min_val", "max_val", "inplace"), (-1.0, 1.0, False))
+class Hardtanh(_activation("Hardtanh", F.hardtanh, ("min_val", "max_val", "inplace"), (-1.0, 1.0, False))):
+    """``F.hardtanh``; ``min_value``/``max_value`` are PyTorch's deprecated names (a
+    FutureWarning)."""
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
+        for old, new in (("min_value", "min_val"), ("max_value", "max_val")):
+            if locals()[old] is not None:
+                warnings.warn(f"keyword argument `{old}` is deprecated and rename to `{new}`", FutureWarning,
+                              stacklevel=2)
+        min_val = min_val if min_value is None else min_value
+        max_val = max_val if max_value is None else max_value
+        super().__init__(min_val, max_val, inplace)
 LogSigmoid = _activation("LogSigmoid", F.logsigmoid)
 Softsign = _activation("Softsign", F.softsign)
 GLU = _activation("GLU", F.glu, ("dim",), (-1,))

@@ -92,8 +92,8 @@ class BatchNorm3d(_BatchNorm):
 class GroupNorm(Module):
     """Per-sample statistics over groups of channels (no running statistics)."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, bias=True, device=None,
-                 dtype=None):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *,
+                 bias=True):
         super().__init__()
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")

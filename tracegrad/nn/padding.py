@@ -18,8 +18,11 @@ class _PadNd(Module):
     mode = "constant"
     dims = 1
 
-    def __init__(self, padding, value=None):
-        super().__init__()
+    def __init__(self, padding):
+        self._setup(padding, None)
+
+    def _setup(self, padding, value):
+        Module.__init__(self)
         sides = 2 * self.dims
         if isinstance(padding, int):
             padding = (padding,) * sides
@@ -37,7 +40,7 @@ class _PadNd(Module):
 
 class _ConstantPadNd(_PadNd):
     def __init__(self, padding, value):
-        super().__init__(padding, value)
+        self._setup(padding, value)
 
     def extra_repr(self):
         return f"padding={self.padding}, value={self.value}"
@@ -45,7 +48,7 @@ class _ConstantPadNd(_PadNd):
 
 class _ZeroPadNd(_PadNd):
     def __init__(self, padding):
-        super().__init__(padding, 0.0)
+        self._setup(padding, 0.0)
 
 
 def _pad_classes(base, mode, prefix):
