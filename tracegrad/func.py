@@ -233,9 +233,10 @@ def vjp(func, *primals, has_aux=False):
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
-def jacrev(func, argnums=0, *, has_aux=False):
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
     """The Jacobian of ``func`` with respect to argument ``argnums`` by reverse mode (one
-    vector-Jacobian product per output element): shape ``output.shape + input.shape``."""
+    vector-Jacobian product per output element): shape ``output.shape + input.shape``.
+    (``chunk_size`` is accepted: the products run one at a time in any case.)"""
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "jacrev")

@@ -128,7 +128,7 @@ def _softmax_dim(input, dim):
     return wrap_dim(dim, input.ndim) if input.ndim else None
 
 
-def log_softmax(input, dim=None, dtype=None):
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - logsumexp(x, dim)``, stable for large inputs."""
     if dtype is not None:
         input = T.cast(input, _dt.to_dtype(dtype))
@@ -138,7 +138,7 @@ def log_softmax(input, dim=None, dtype=None):
     return T.sub(input, T.logsumexp(input, d, keepdim=True))
 
 
-def softmax(input, dim=None, dtype=None):
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``exp(x - max) / sum(exp(x - max))`` along ``dim``."""
     if dtype is not None:
         input = T.cast(input, _dt.to_dtype(dtype))
@@ -380,11 +380,12 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 
 # ----------------------------------------------------------------------------- normalisation, embedding
-def normalize(input, p=2.0, dim=1, eps=1e-12):
-    """``x / max(||x||_p, eps)`` along ``dim``."""
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``x / max(||x||_p, eps)`` along ``dim`` (written into ``out`` when given)."""
     from ..composites import norm
 
-    return T.div(input, T.clamp(norm(input, p, dim, keepdim=True), min=eps))
+    result = T.div(input, T.clamp(norm(input, p, dim, keepdim=True), min=eps))
+    return result if out is None else out.copy_(result)
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):

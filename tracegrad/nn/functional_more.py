@@ -72,7 +72,7 @@ def hardswish(input, inplace=False):
     return _inplace_result(input, out, inplace)
 
 
-def softmin(input, dim=None, dtype=None):
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
     from .functional import softmax
 
     return softmax(T.neg(input), dim, dtype=dtype)
