@@ -1,0 +1,39 @@
+"""Every public callable that tracegrad shares with PyTorch takes PyTorch's parameters, in its
+order (so positional calls written for torch mean the same here)."""
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.func  # noqa: E402
+
+import tracegrad as tg  # noqa: E402
+
+NAMESPACES = [("nn", torch.nn, tg.nn), ("nn.functional", torch.nn.functional, tg.nn.functional),
+              ("optim", torch.optim, tg.optim), ("lr_scheduler", torch.optim.lr_scheduler, tg.optim.lr_scheduler),
+              ("linalg", torch.linalg, tg.linalg), ("special", torch.special, tg.special),
+              ("distributions", torch.distributions, tg.distributions), ("func", torch.func, tg.func),
+              ("nn.init", torch.nn.init, tg.nn.init), ("nn.utils", torch.nn.utils, tg.nn.utils)]
+
+
+def _parameters(fn):
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return None
+    return [p for p in params if p not in ("args", "kwargs")]
+
+
+def test_shared_callables_take_torchs_parameters():
+    mismatches = []
+    for label, theirs_ns, ours_ns in NAMESPACES:
+        for name in dir(ours_ns):
+            theirs, ours = getattr(theirs_ns, name, None), getattr(ours_ns, name)
+            if name.startswith("_") or not callable(theirs) or not callable(ours):
+                continue
+            want, got = _parameters(theirs), _parameters(ours)
+            if want and got is not None and want != got:
+                mismatches.append(f"{label}.{name}: torch {want}, tracegrad {got}")
+    assert not mismatches, "\n".join(mismatches)
