@@ -271,8 +271,12 @@ def _output_padding(conv, input, output_size):
     return tuple(size - lo for size, lo in zip(output_size, low))
 
 
-class ConvTranspose2d(Module):
-    """The transpose of Conv2d (a "deconvolution"), weight ``(C_in, C_out/groups, kH, kW)``."""
+class _ConvTransposeNd(Module):
+    """The transpose of a ``dims``-d convolution (a "deconvolution"): weight ``(C_in,
+    C_out/groups, *kernel)``; ``forward`` takes an ``output_size`` as PyTorch's."""
+
+    dims = 2
+    _functional = None  # F.conv_transpose1d / 2d
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
                  groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
@@ -280,11 +284,13 @@ class ConvTranspose2d(Module):
         if in_channels % groups or out_channels % groups:
             raise ValueError("in_channels and out_channels must be divisible by groups")
         if padding_mode != "zeros":
-            raise ValueError(f"Only \"zeros\" padding mode is supported for ConvTranspose2d, got {padding_mode!r}")
+            raise ValueError(f"Only \"zeros\" padding mode is supported for {type(self).__name__}, "
+                             f"got {padding_mode!r}")
+        n = self.dims
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size, self.stride = _pair(kernel_size, "kernel_size"), _pair(stride, "stride")
-        self.padding, self.dilation = _pair(padding, "padding"), _pair(dilation, "dilation")
-        self.output_padding, self.padding_mode = _pair(output_padding, "output_padding"), padding_mode
+        self.kernel_size, self.stride = _ntuple(kernel_size, n, "kernel_size"), _ntuple(stride, n, "stride")
+        self.padding, self.dilation = _ntuple(padding, n, "padding"), _ntuple(dilation, n, "dilation")
+        self.output_padding, self.padding_mode = _ntuple(output_padding, n, "output_padding"), padding_mode
         self.weight = Parameter(creation.empty(in_channels, out_channels // groups, *self.kernel_size,
                                                dtype=dtype))
         if bias:
@@ -296,16 +302,23 @@ class ConvTranspose2d(Module):
             _uniform_bias(self.bias, self.weight)
 
     def forward(self, input, output_size=None):
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  _output_padding(self, input, output_size), self.groups, self.dilation)
+        return type(self)._functional(input, self.weight, self.bias, self.stride, self.padding,
+                                      _output_padding(self, input, output_size), self.groups, self.dilation)
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        for name, default in (("padding", (0, 0)), ("dilation", (1, 1)), ("output_padding", (0, 0))):
-            if getattr(self, name) != default:
+        for name, default in (("padding", 0), ("dilation", 1), ("output_padding", 0)):
+            if getattr(self, name) != (default,) * self.dims:
                 s += f", {name}={getattr(self, name)}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
         return s
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """The transpose of Conv2d, weight ``(C_in, C_out/groups, kH, kW)``."""
+
+    dims = 2
+    _functional = staticmethod(F.conv_transpose2d)

@@ -15,7 +15,7 @@ import math
 from .. import creation
 from . import functional as F
 from . import init
-from .conv import _output_padding
+from .conv import _ConvTransposeNd
 from .layers import Embedding, _uniform_bias
 from .layers_more import Dropout2d, Upsample
 from .module import Module
@@ -253,44 +253,11 @@ class MaxUnpool2d(_MaxUnpool):
     fn = staticmethod(F.max_unpool2d)
 
 
-class ConvTranspose1d(Module):
+class ConvTranspose1d(_ConvTransposeNd):
     """The transpose of Conv1d, weight ``(C_in, C_out/groups, k)``."""
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
-        super().__init__()
-        if in_channels % groups or out_channels % groups:
-            raise ValueError("in_channels and out_channels must be divisible by groups")
-        if padding_mode != "zeros":
-            raise ValueError(f"Only \"zeros\" padding mode is supported for ConvTranspose1d, got {padding_mode!r}")
-        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size, self.stride = _single(kernel_size), _single(stride)
-        self.padding, self.dilation = _single(padding), _single(dilation)
-        self.output_padding, self.padding_mode = _single(output_padding), padding_mode
-        self.weight = Parameter(creation.empty(in_channels, out_channels // groups, *self.kernel_size,
-                                               dtype=dtype))
-        if bias:
-            self.bias = Parameter(creation.empty(out_channels, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            _uniform_bias(self.bias, self.weight)
-
-    def forward(self, input, output_size=None):
-        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
-                                  _output_padding(self, input, output_size), self.groups, self.dilation)
-
-    def extra_repr(self):
-        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        for name, default in (("padding", (0,)), ("dilation", (1,)), ("output_padding", (0,))):
-            if getattr(self, name) != default:
-                s += f", {name}={getattr(self, name)}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
+    dims = 1
+    _functional = staticmethod(F.conv_transpose1d)
 
 
 class EmbeddingBag(Embedding):
