@@ -299,14 +299,16 @@ def test_tensor_helpers_match_torch():
 @pytest.mark.parametrize("expr", [
     "x.eq_(1.0)", "x.gt_(y)", "x.tan_()", "x.clamp_min_(0.2)", "x.cumsum_(1)", "x.cumprod_(0)", "x.scatter_(1, x.argsort(1), 0.5)", "x.scatter_reduce_(0, x.argsort(0), y, 'amax')", "x.floor_divide_(0.7)", "x.index_fill_(1, x.argmax(1), 9.0)", "x.fill_diagonal_(7.0)", "x.T.fill_diagonal_(2.0, wrap=True)",
     "x.divide_(2)", "x.abs().logit_(0.1)", "x.logical_xor_(y)", "x.heaviside_(y)", "x.sgn_()",
-    "x.float_power_(2)", "x.swapdims(0, 1)", "x.msort()", "x.reshape_as(x.T)", "x[0].ger(x[1])"])
+    "x.float_power_(2)", "x.swapdims(0, 1)", "(x > 0) & (y < 1)", "(x > 0) | (y < 1)", "(x > 0) ^ (y < 1)",
+    "~(x > 0)", "x.to(m.int64) & 3", "5 ^ x.to(m.int32)", "~x.to(m.int64)", "x.abs().to(m.int64) << 2",
+    "x.to(m.int64).bitwise_right_shift(1)", "(x > 0).bitwise_not_()", "x.to(m.int64).bitwise_or_(4)", "x.msort()", "x.reshape_as(x.T)", "x[0].ger(x[1])"])
 def test_more_tensor_methods_match_torch(expr):
     arrays = [np.array([[1.0, -2.0, 3.0], [0.5, 0.0, -1.0]])]
     arrays.append(arrays[0][::-1].copy())
     results = []
     for lib in (tg, torch):
         x, y = (lib.tensor(a) for a in arrays)
-        r = eval(expr, {"x": x, "y": y})  # noqa: S307
+        r = eval(expr, {"x": x, "y": y, "m": lib})  # noqa: S307
         results.append((r.numpy(), str(r.dtype).split(".")[-1]))
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-12)
     assert results[0][1] == results[1][1]

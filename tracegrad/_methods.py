@@ -139,9 +139,11 @@ for _op, _fn in [("add", F.add), ("sub", F.sub), ("mul", F.mul), ("truediv", F.d
     setattr(Tensor, f"__r{_op}__", _binop(_fn, reflected=True))
 for _op, _fn in [("eq", F.eq), ("ne", F.ne), ("lt", F.lt), ("le", F.le), ("gt", F.gt), ("ge", F.ge)]:
     setattr(Tensor, f"__{_op}__", _binop(_fn))
-Tensor.__and__ = _binop(F.logical_and)
-Tensor.__or__ = _binop(F.logical_or)
-Tensor.__invert__ = lambda self: F.logical_not(self)
+for _op, _fn in [("and", F.bitwise_and), ("or", F.bitwise_or), ("xor", F.bitwise_xor),
+                 ("lshift", F.bitwise_left_shift), ("rshift", F.bitwise_right_shift)]:
+    setattr(Tensor, f"__{_op}__", _binop(_fn))
+    setattr(Tensor, f"__r{_op}__", _binop(_fn, reflected=True))
+Tensor.__invert__ = lambda self: F.bitwise_not(self)
 Tensor.__neg__ = F.neg
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = F.abs
@@ -223,6 +225,12 @@ for _name in ["masked_fill", "nan_to_num", "lerp", "addcmul", "addcdiv", "tril",
     setattr(Tensor, _name + "_", _inplace(getattr(C, _name)))
 Tensor.__mod__ = _binop(F.remainder)
 Tensor.__rmod__ = _binop(F.remainder, reflected=True)
+for _name in ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+              "bitwise_right_shift"]:
+    setattr(Tensor, _name, _method(getattr(F, _name)))
+    setattr(Tensor, _name + "_", _inplace(getattr(F, _name)))
+Tensor.__iand__, Tensor.__ior__, Tensor.__ixor__ = Tensor.bitwise_and_, Tensor.bitwise_or_, Tensor.bitwise_xor_
+Tensor.__ilshift__, Tensor.__irshift__ = Tensor.bitwise_left_shift_, Tensor.bitwise_right_shift_
 Tensor.__iadd__ = Tensor.add_
 Tensor.__isub__ = Tensor.sub_
 Tensor.__imul__ = Tensor.mul_

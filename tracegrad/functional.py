@@ -14,6 +14,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import dtypes as _dt
+from .ops import bitwise as B
 from .ops import elementwise as E
 from .ops import linalg as L
 from .ops import movement as M
@@ -146,6 +147,26 @@ def logical_or(a, b):
 
 def logical_not(x):
     return E.LOGICAL_NOT(x)
+
+
+def _bitwise(op):
+    def fn(a, b):
+        return op(*_promoted(a, b))
+
+    fn.__name__ = op.name
+    fn.__doc__ = f"Elementwise {op.name} of integer or bool tensors (ops/bitwise.py)."
+    return fn
+
+
+bitwise_and, bitwise_or, bitwise_xor = _bitwise(B.BITWISE_AND), _bitwise(B.BITWISE_OR), _bitwise(B.BITWISE_XOR)
+bitwise_left_shift, bitwise_right_shift = _bitwise(B.BITWISE_LEFT_SHIFT), _bitwise(B.BITWISE_RIGHT_SHIFT)
+
+
+def bitwise_not(x):
+    """``~x``: every bit flipped (``x ^ -1``); for bools, ``logical_not``."""
+    if x.dtype is _dt.bool_:
+        return logical_not(x)
+    return bitwise_xor(x, to_tensor(-1, x.dtype))
 
 
 def where(condition, input=None, other=None):
