@@ -56,3 +56,18 @@ def test_sampling_inside_a_compiled_function_breaks_the_graph_with_a_warning():
         warnings.simplefilter("always")
         assert f(tg.ones(3)).tolist() == [1.0, 1.0, 1.0]
     assert any("random tensor creation" in str(w.message) for w in caught)
+
+
+def test_in_place_random_fills_have_torchs_distributions():
+    tg.manual_seed(0)
+    x = tg.empty(20000, dtype=tg.float64)
+    assert abs(float(x.exponential_(2.0).mean()) - 0.5) < 0.02
+    assert abs(float(x.geometric_(0.25).mean()) - 4.0) < 0.1 and float(x.min()) >= 1
+    assert abs(float(x.log_normal_(0.0, 0.5).mean()) - np.exp(0.125)) < 0.02
+    assert abs(float(x.cauchy_(1.0, 0.5).median()) - 1.0) < 0.05
+    values = x.random_(2, 7).numpy()
+    assert set(np.unique(values)) == {2.0, 3.0, 4.0, 5.0, 6.0}
+    assert set(np.unique(tg.empty(1000, dtype=tg.int64).random_(3).numpy())) == {0, 1, 2}
+    w = tg.nn.Parameter(tg.ones(3))
+    w.exponential_()  # (an in-place fill of a parameter records no history, as nn.init's)
+    assert w.is_leaf and w.grad_fn is None

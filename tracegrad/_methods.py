@@ -306,6 +306,30 @@ def _random_fill(name):
     return m
 
 
+def _draw_fill(sample):
+    """An in-place random fill (``Tensor.exponential_`` and kin): ``sample(rng, shape)`` from
+    the global generator (or ``generator``), written without autograd history."""
+    def m(self, *args, generator=None, **kwargs):
+        from .nn.init import _fill, _rng
+
+        return _fill(self, sample(_rng(generator), tuple(self.shape), *args, **kwargs))
+
+    return m
+
+
+def _random_integers(rng, shape, low=0, high=None):
+    if high is None:  # random_(to): [0, to); random_(): [0, 2^mantissa] for floats, as PyTorch's
+        low, high = 0, low if low else 2 ** 24
+    return rng.integers(low, high, shape)
+
+
+Tensor.random_ = _draw_fill(lambda rng, shape, frm=0, to=None: _random_integers(rng, shape, frm, to))
+Tensor.exponential_ = _draw_fill(lambda rng, shape, lambd=1.0: rng.exponential(1.0 / lambd, shape))
+Tensor.geometric_ = _draw_fill(lambda rng, shape, p: rng.geometric(p, shape))
+Tensor.cauchy_ = _draw_fill(lambda rng, shape, median=0.0, sigma=1.0: median + sigma * rng.standard_cauchy(shape))
+Tensor.log_normal_ = _draw_fill(lambda rng, shape, mean=1.0, std=2.0: rng.lognormal(mean, std, shape))
+
+
 def _bernoulli(self, p=None, generator=None):
     return creation.bernoulli(self, p, generator=generator)
 
