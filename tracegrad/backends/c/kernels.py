@@ -477,7 +477,6 @@ def linalg_inv(lw, n):
 def linalg_det(lw, n):
     """Each matrix's determinant: the permutation's sign times the LU diagonal's product (0
     when a pivot is exactly zero), as LAPACK-based NumPy computes it."""
-    x = n.inputs[0]
     start = _lu_start(lw, n)
     if start is None:
         return
