@@ -15,6 +15,8 @@ X = RNG.standard_normal((4, 5))
 Y = RNG.standard_normal((4, 5))
 SPECIAL = np.array([[1.0, NAN, -2.5, INF, 0.0], [-INF, 0.5, -0.0, 3.0, NAN]])
 MASK = RNG.random((4, 5)) > 0.5
+NANNY = np.where(RNG.random((4, 5)) < 0.3, NAN, RNG.standard_normal((4, 5)))
+NANNY[3] = NAN
 
 # name: (function of the library module and its inputs, inputs)
 CASES = {
@@ -200,6 +202,14 @@ CASES = {
     "quantile-modes": (lambda m, x: sum(m.quantile(x, 0.55, dim=1, interpolation=k) for k in
                                         ("lower", "higher", "midpoint", "nearest")), [X]),
     "kthvalue": (lambda m, x: m.kthvalue(x, 3, 1).values + x.kthvalue(2, 1).indices, [X]),
+    # (rows with NaN, one without numbers: its index, so its gradient, is unspecified)
+    "nanmedian": (lambda m, x: m.nanmedian(x[:3], 1).values + x[:1].nanmedian(1).indices + x.nanmedian(), [NANNY]),
+    "nanmedian-no-numbers": (lambda m, x: m.nanmedian(x.detach(), 1).values, [NANNY]),
+    "nanmedian-dim0": (lambda m, x: m.nanmedian(x, 0, keepdim=True)[0], [NANNY]),
+    "nanquantile": (lambda m, x: m.nanquantile(x[:3], m.tensor([0.2, 0.5, 0.9], dtype=x.dtype), dim=1), [NANNY]),
+    "nanquantile-no-numbers": (lambda m, x: m.nanquantile(x.detach(), 0.4, dim=1), [NANNY]),
+    "nanquantile-flat": (lambda m, x: m.nanquantile(x, 0.3) + m.nanquantile(x, 0.6, dim=0, keepdim=True,
+                                                                            interpolation="midpoint"), [NANNY]),
 }
 
 # PyTorch differentiates cumsum(x, dtype=float32) in x's dtype (float64); here the cast is its

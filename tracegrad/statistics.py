@@ -1,6 +1,8 @@
-"""Order statistics under PyTorch's names: ``median``, ``quantile``, ``kthvalue``. Made of
-``sort`` and gathers, so the gradient reaches the selected elements (interpolated ones in
-proportion), as PyTorch's; a row holding NaN gives NaN, as PyTorch's.
+"""Order statistics under PyTorch's names: ``median``, ``quantile``, ``kthvalue``, and
+``nanmedian``, ``nanquantile`` (NaN ignored). Made of ``sort`` and gathers, so the gradient
+reaches the selected elements (interpolated ones in proportion), as PyTorch's; for ``median``
+and ``quantile`` a row holding NaN gives NaN, as PyTorch's. The NaN-ignoring ones read each
+row's count of numbers as data (a position per row), so they trace without a graph break.
 
 >>> import tracegrad as tg
 >>> tg.median(tg.tensor([3.0, 1.0, 4.0, 2.0]))
@@ -18,7 +20,7 @@ from .composites import isnan, movedim
 from .ops.shapes import wrap_dim
 from .tensor import Tensor
 
-__all__ = ["median", "quantile", "kthvalue"]
+__all__ = ["median", "quantile", "kthvalue", "nanmedian", "nanquantile"]
 
 
 def _nan_rows(x, dim, keepdim):
@@ -94,6 +96,71 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     nan = _nan_rows(x, d, True)
     result = F.where(nan, math.nan, result)
     result = movedim(result, d, 0)  # the q's first, then the other dims of x
+    if dim is None and keepdim:
+        result = F.reshape(result, (len(qs),) + (1,) * input.ndim)
+    elif dim is not None and keepdim:
+        result = F.unsqueeze(result, d + 1)
+    return F.squeeze(result, 0) if scalar_q else result
+
+
+def _sorted_with_counts(x, d):
+    """``(sorted values, their original indices, count of non-NaN per row (keepdim))``: NaN
+    sorts last, so a row's numbers come first."""
+    order = F.sort(x, dim=d)
+    counts = F.sum(F.cast(~isnan(x), _dt.int64), d, keepdim=True)
+    return order.values, order.indices, counts
+
+
+def nanmedian(input, dim=None, keepdim=False):
+    """``median`` of the numbers that are not NaN (NaN where a row has none)."""
+    if dim is None:
+        flat = F.reshape(input, (-1,))
+        if flat.shape[0] == 0:
+            return F.to_tensor(math.nan, input.dtype)
+        return F.reshape(nanmedian(flat, 0).values, ())
+    d = wrap_dim(dim, max(input.ndim, 1))
+    if input.ndim == 0:
+        return F.values_indices(input, F.to_tensor(0, _dt.int64))
+    values, order, counts = _sorted_with_counts(input, d)
+    k = F.div(F.clamp(counts - 1, min=0), 2, rounding_mode="floor")  # (the lower median)
+    picked, indices = F.gather(values, d, k), F.gather(order, d, k)
+    if not keepdim:
+        picked, indices = F.squeeze(picked, d), F.squeeze(indices, d)
+    return F.values_indices(picked, indices)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """``quantile`` of the numbers that are not NaN in each row (NaN where a row has none)."""
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError(f"quantile() interpolation must be one of {', '.join(_INTERPOLATIONS)}. "
+                         f"Got {interpolation}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"quantile() input tensor must be either float or double dtype, got {input.dtype}")
+    qs = q.tolist() if isinstance(q, Tensor) else q
+    scalar_q = not isinstance(qs, (list, tuple))
+    qs = [qs] if scalar_q else list(qs)
+    if any(not 0 <= v <= 1 for v in qs):
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    x, d = (F.reshape(input, (-1,)), 0) if dim is None else (input, wrap_dim(dim, max(input.ndim, 1)))
+    values, _, counts = _sorted_with_counts(x, d)
+    last = F.cast(F.clamp(counts - 1, min=0), values.dtype)
+    out = []
+    for v in qs:
+        pos = last * v  # (a position per row: rows differ in how many numbers they hold)
+        lo, hi = F.floor(pos), F.ceil(pos)
+        if interpolation == "nearest":
+            lo = hi = F.round(pos)
+        elif interpolation == "lower":
+            hi = lo
+        elif interpolation == "higher":
+            lo = hi
+        a = F.gather(values, d, F.cast(lo, _dt.int64))
+        b = F.gather(values, d, F.cast(hi, _dt.int64))
+        weight = pos - lo if interpolation == "linear" else (0.5 if interpolation == "midpoint" else 0.0)
+        value = a if interpolation in ("lower", "higher", "nearest") else a + (b - a) * weight
+        out.append(F.where(counts == 0, math.nan, value))
+    result = F.cat(out, d) if len(out) > 1 else out[0]
+    result = movedim(result, d, 0)
     if dim is None and keepdim:
         result = F.reshape(result, (len(qs),) + (1,) * input.ndim)
     elif dim is not None and keepdim:
