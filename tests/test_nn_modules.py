@@ -482,3 +482,37 @@ def test_module_compile_in_place_get_parameter_and_copies():
     assert not np.allclose(twin(x).detach().numpy(), want)  # its own program, its own weights
     np.testing.assert_allclose(model(x).detach().numpy(), want, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(pickle.loads(pickle.dumps(model))(x).detach().numpy(), want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("cls, shape", [("InstanceNorm1d", (4, 3, 5)), ("InstanceNorm2d", (2, 3, 4, 4))])
+def test_instance_norm_running_statistics_match_torch(cls, shape):
+    rng = np.random.default_rng(2)
+    batches = [rng.standard_normal(shape) * (k + 1) + k for k in range(3)]
+    results = []
+    for lib in (tg, torch):
+        m = getattr(lib.nn, cls)(3, track_running_stats=True, affine=True, momentum=0.2).double()
+        outs = []
+        for b in batches:  # training: the sample's own statistics; the running ones move
+            x = lib.tensor(b, requires_grad=True)
+            y = m(x)
+            (y * lib.tensor(np.linspace(-1, 1, y.numel()).reshape(shape))).sum().backward()
+            outs += [y.detach().numpy(), x.grad.numpy()]
+        m.eval()
+        outs.append(m(lib.tensor(batches[0])).detach().numpy())  # eval: the running statistics
+        outs += [m.running_mean.numpy(), m.running_var.numpy()]
+        results.append((outs, sorted(m.state_dict()), repr(m)))
+    for a, b in zip(results[0][0], results[1][0]):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    assert results[0][1:] == results[1][1:]
+
+
+def test_instance_norm_running_statistics_update_in_a_compiled_step():
+    states = []
+    for compiled in (False, True):
+        m = nn.InstanceNorm1d(3, track_running_stats=True)
+        step = tg.compile(lambda x: m(x).sum(), fullgraph=True) if compiled else (lambda x: m(x).sum())
+        for k in range(3):
+            step(tg.tensor(np.full((2, 3, 4), float(k)) + np.arange(4.0), dtype=tg.float32))
+        states.append((m.running_mean.numpy().copy(), m.running_var.numpy().copy()))
+    for a, b in zip(*states):
+        np.testing.assert_allclose(a, b, rtol=1e-6)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 
 from .. import creation
+from .. import dtypes as _dt
 from . import functional as F
 from .activation import _activation
 from .loss import _Loss
@@ -214,15 +215,14 @@ class CosineSimilarity(Module):
 
 class _InstanceNorm(Module):
     """Each channel of each sample normalised over its spatial dims; ``affine`` adds a
-    per-channel weight (ones) and bias (zeros). Running statistics are not supported."""
+    per-channel weight (ones) and bias (zeros); ``track_running_stats`` keeps running averages
+    of the statistics (updated in training, used in eval), as PyTorch's."""
 
     dims = 1
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
                  device=None, dtype=None, bias=True):
         super().__init__()
-        if track_running_stats:
-            raise NotImplementedError(f"{type(self).__name__}: track_running_stats=True is not supported")
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self._has_bias = affine and bias
@@ -234,13 +234,21 @@ class _InstanceNorm(Module):
             self.bias = Parameter(creation.zeros(num_features, dtype=dtype))
         else:
             self.register_parameter("bias", None)
+        if track_running_stats:  # (num_batches_tracked is kept, as PyTorch's, though never counted)
+            self.register_buffer("running_mean", creation.zeros(num_features, dtype=dtype))
+            self.register_buffer("running_var", creation.ones(num_features, dtype=dtype))
+            self.register_buffer("num_batches_tracked", creation.tensor(0, dtype=_dt.int64))
+        else:
+            self.running_mean = self.running_var = self.num_batches_tracked = None
 
     def forward(self, input):
         if input.ndim not in (self.dims + 1, self.dims + 2):
             raise ValueError(f"expected {self.dims + 1}D or {self.dims + 2}D input (got {input.ndim}D input)")
         unbatched = input.ndim == self.dims + 1
         x = input.unsqueeze(0) if unbatched else input
-        out = F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              self.momentum if self.momentum is not None else 0.0, self.eps)
         return out.squeeze(0) if unbatched else out
 
     def extra_repr(self):

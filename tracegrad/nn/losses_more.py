@@ -141,12 +141,34 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-5):
     """Each channel of each sample normalised over its spatial dims (biased variance), then
-    an optional per-channel scale and shift. Running statistics are not supported."""
-    if running_mean is not None or running_var is not None or not use_input_stats:
-        raise NotImplementedError("instance_norm: running statistics are not supported")
+    an optional per-channel scale and shift. With running statistics: ``use_input_stats``
+    normalises by the sample's own and moves ``running_mean``/``running_var`` (in place) by
+    ``momentum`` toward their batch averages (unbiased variance), as PyTorch's; otherwise the
+    running ones normalise."""
+    from ..autograd.grad_mode import no_grad
     from .functional import group_norm
 
-    return group_norm(input, input.shape[1], weight, bias, eps)
+    c = input.shape[1]
+    shape = [1, c] + [1] * (input.ndim - 2)
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ValueError("Expected running_mean and running_var to be defined when use_input_stats is false")
+        out = T.mul(T.sub(input, T.reshape(running_mean, shape)),
+                    T.rsqrt(T.add(T.reshape(running_var, shape), eps)))
+        if weight is not None:
+            out = T.mul(out, T.reshape(weight, shape))
+        return T.add(out, T.reshape(bias, shape)) if bias is not None else out
+    if running_mean is not None or running_var is not None:
+        with no_grad():
+            per = T.reshape(input.detach(), (input.shape[0], c, -1))
+            n = per.shape[2]
+            mean = T.mean(per, 2)
+            var = T.sum(T.square(T.sub(per, T.unsqueeze(mean, 2))), 2) / max(n - 1, 1)
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(T.mean(mean, 0) * momentum)
+            if running_var is not None:
+                running_var.mul_(1 - momentum).add_(T.mean(var, 0) * momentum)
+    return group_norm(input, c, weight, bias, eps)
 
 
 def _hinge(z):
