@@ -31,6 +31,7 @@ def _close(a, b, tol=1e-5):
 
 @pytest.mark.parametrize("name, kwargs", [
     ("LSTM", {}), ("LSTM", {"num_layers": 2, "bidirectional": True, "batch_first": True}),
+    ("LSTM", {"num_layers": 2, "bidirectional": True, "proj_size": 2}),
     ("GRU", {"num_layers": 2, "batch_first": True}), ("GRU", {"bidirectional": True}),
     ("RNN", {"bidirectional": True}), ("RNN", {"nonlinearity": "relu", "bias": False})], ids=str)
 def test_recurrent_layers_match_torch(name, kwargs):
@@ -51,7 +52,8 @@ def test_recurrent_layers_match_torch(name, kwargs):
         _close(p.grad, q.grad, 1e-4)
     # an initial state given, and an unbatched sequence
     h0 = RNG.standard_normal(tuple(ht[0].shape if name == "LSTM" else ht.shape)).astype(np.float32)
-    given = (lambda L: (L.tensor(h0), L.tensor(h0 * 0.5)) if name == "LSTM" else L.tensor(h0))
+    c0 = RNG.standard_normal(tuple(ht[1].shape)).astype(np.float32) if name == "LSTM" else None
+    given = (lambda L: (L.tensor(h0), L.tensor(c0)) if name == "LSTM" else L.tensor(h0))
     _close(ours(xo, given(tg))[0], theirs(xt, given(torch))[0])
     _close(ours(tg.tensor(x[:, 0]))[0], theirs(torch.tensor(x[:, 0]))[0])
 

@@ -64,8 +64,12 @@ class RNNBase(Module):
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__()
-        if proj_size:
-            raise NotImplementedError(f"{type(self).__name__}: proj_size is not supported")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size and self.mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
         if not 0 <= dropout <= 1 or isinstance(dropout, bool):
             raise ValueError("dropout should be a number in range [0, 1] representing the probability "
                              "of an element being zeroed")
@@ -76,14 +80,17 @@ class RNNBase(Module):
         self.bidirectional, self.proj_size = bidirectional, proj_size
         gates = _GATES[self.mode] * hidden_size
         directions = 2 if bidirectional else 1
+        real_hidden = proj_size or hidden_size  # (the size of h: projected, with proj_size)
         self._flat_weights_names = []
         for layer in range(num_layers):
             for d in range(directions):
                 suffix = f"_l{layer}" + ("_reverse" if d else "")
-                width = input_size if layer == 0 else hidden_size * directions
-                shapes = [("weight_ih", (gates, width)), ("weight_hh", (gates, hidden_size))]
+                width = input_size if layer == 0 else real_hidden * directions
+                shapes = [("weight_ih", (gates, width)), ("weight_hh", (gates, real_hidden))]
                 if bias:
                     shapes += [("bias_ih", (gates,)), ("bias_hh", (gates,))]
+                if proj_size:
+                    shapes.append(("weight_hr", (proj_size, hidden_size)))
                 for name, shape in shapes:
                     setattr(self, name + suffix, Parameter(creation.empty(*shape, dtype=dtype)))
                     self._flat_weights_names.append(name + suffix)
@@ -97,7 +104,8 @@ class RNNBase(Module):
     def _weights(self, layer, d):
         suffix = f"_l{layer}" + ("_reverse" if d else "")
         get = lambda n: getattr(self, n + suffix) if self.bias or n.startswith("weight") else None  # noqa: E731
-        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh")
+        w_hr = getattr(self, "weight_hr" + suffix) if self.proj_size else None
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), w_hr
 
     def forward(self, input, hx=None):
         unbatched = input.ndim == 2
@@ -114,13 +122,15 @@ class RNNBase(Module):
             outs = []
             for d in range(directions):
                 k = layer * directions + d
-                w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
                 # every step's input projection at once: one product of (L * N) rows
                 projected = T.unbind(F.linear(x, w_ih, b_ih), 0)
                 state = tuple(s[k] for s in states) if self.mode == "LSTM" else states[0][k]
                 steps = []
                 for gi in (projected[::-1] if d else projected):
                     state = _step(self.mode, gi, state, w_hh, b_hh)
+                    if w_hr is not None:  # (LSTM with proj_size: h = (o * tanh(c)) W_hr^T)
+                        state = (F.linear(state[0], w_hr), state[1])
                     steps.append(state[0] if self.mode == "LSTM" else state)
                 outs.append(T.stack(steps[::-1] if d else steps))
                 finals.append(state)
@@ -137,23 +147,27 @@ class RNNBase(Module):
         return out, (T.squeeze(h_n, 1) if unbatched else h_n)
 
     def _initial_states(self, hx, x, directions, unbatched):
-        """[h0] (or [h0, c0] for LSTM), each ``(layers * directions, N, hidden)``."""
+        """[h0] (or [h0, c0] for LSTM), each ``(layers * directions, N, hidden)`` (h0's last
+        size ``proj_size`` when there is one)."""
         shape = (self.num_layers * directions, x.shape[1], self.hidden_size)
+        h_shape = shape[:2] + (self.proj_size or self.hidden_size,)
         if hx is None:
-            zeros = creation.zeros(*shape, dtype=x.dtype)
-            return [zeros, zeros] if self.mode == "LSTM" else [zeros]
+            h0, c0 = creation.zeros(*h_shape, dtype=x.dtype), creation.zeros(*shape, dtype=x.dtype)
+            return [h0, c0] if self.mode == "LSTM" else [h0]
         given = list(hx) if self.mode == "LSTM" else [hx]
         if self.mode == "LSTM" and len(given) != 2:
             raise RuntimeError("LSTM: hx must be a tuple (h_0, c_0)")
         states = [T.unsqueeze(h, 1) if unbatched else h for h in given]
-        for s in states:
-            if tuple(s.shape) != shape:
-                raise RuntimeError(f"{type(self).__name__}: expected hidden state of shape {shape} "
+        for s, want in zip(states, (h_shape, shape)):
+            if tuple(s.shape) != want:
+                raise RuntimeError(f"{type(self).__name__}: expected hidden state of shape {want} "
                                    f"(unbatched: without the batch dim), got {tuple(s.shape)}")
         return states
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if self.bias is not True:
