@@ -15,6 +15,7 @@ tensor(5.)
 """
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 from . import functional as F
@@ -25,7 +26,7 @@ from .tensor import Tensor
 
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "solve_triangular", "vector_norm",
            "matrix_norm", "norm", "matrix_power", "cross", "eigh", "eigvalsh", "svd", "svdvals",
-           "cond", "pinv", "matrix_rank", "qr"]
+           "cond", "pinv", "matrix_rank", "qr", "matrix_exp", "multi_dot", "vecdot", "diagonal", "vander"]
 
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
@@ -433,3 +434,112 @@ def matrix_power(A, n):
         if n:
             base = F.matmul(base, base)
     return result if result is not None else F.expand(eye(n_rows, dtype=A.dtype), tuple(A.shape))
+
+
+# ----------------------------------------------------------------------------- composed
+# Pade-13 coefficients and the 1-norm up to which it is accurate to double precision (Higham,
+# "The scaling and squaring method for the matrix exponential revisited", 2005)
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
+           129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0,
+           40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA13 = 5.371920351148152
+
+
+def matrix_exp(A):
+    """``exp(A)`` of each square matrix: the [13/13] Pade approximant of ``A / 2^s``, squared
+    ``s`` times, with ``s`` from the largest 1-norm of the batch (read eagerly: inside a
+    compiled function this breaks the graph). Differentiable through its products and solve.
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.matrix_exp(tg.tensor([[0.0, 1.0], [0.0, 0.0]]))
+    tensor([[1., 1.],
+            [0., 1.]])
+    """
+    from .creation import eye
+
+    L._square("matrix_exp", A)
+    n = A.shape[-1]
+    if n == 0 or A.numel() == 0:
+        return F.clone(A)
+    one_norm = float(F.amax(F.sum(F.abs(A.detach()), -2), tuple(range(A.ndim - 1))))
+    squarings = max(0, math.ceil(math.log2(one_norm / _THETA13))) if one_norm > _THETA13 else 0
+    X = A / (2 ** squarings) if squarings else A
+    b = _PADE13
+    ident = F.expand(eye(n, dtype=A.dtype), tuple(A.shape))
+    X2 = F.matmul(X, X)
+    X4 = F.matmul(X2, X2)
+    X6 = F.matmul(X4, X2)
+    U = F.matmul(X, F.matmul(X6, X6 * b[13] + X4 * b[11] + X2 * b[9]) + X6 * b[7] + X4 * b[5] + X2 * b[3]
+                 + ident * b[1])
+    V = F.matmul(X6, X6 * b[12] + X4 * b[10] + X2 * b[8]) + X6 * b[6] + X4 * b[4] + X2 * b[2] + ident * b[0]
+    result = L.SOLVE(V - U, V + U)
+    for _ in range(squarings):
+        result = F.matmul(result, result)
+    return result
+
+
+def multi_dot(tensors):
+    """The product of the matrices in order (a first 1-d operand is a row, a last a column),
+    parenthesised to need the fewest multiplications."""
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    first_vec, last_vec = tensors[0].ndim == 1, tensors[-1].ndim == 1
+    mats = [F.unsqueeze(tensors[0], 0) if first_vec else tensors[0], *tensors[1:-1],
+            F.unsqueeze(tensors[-1], -1) if last_vec else tensors[-1]]
+    for k, m in enumerate(mats):
+        if m.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {k} must be 2D but got {m.ndim}D")
+    dims = [mats[0].shape[0]] + [m.shape[1] for m in mats]
+    result = _chain(mats, _chain_order(dims), 0, len(mats) - 1)
+    if first_vec:
+        result = F.squeeze(result, 0)
+    if last_vec:
+        result = F.squeeze(result, -1)
+    return result
+
+
+def _chain_order(dims):
+    """The matrix-chain dynamic programme: ``split[i][j]`` where the product of i..j splits."""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def _chain(mats, split, i, j):
+    if i == j:
+        return mats[i]
+    k = split[i][j]
+    return F.matmul(_chain(mats, split, i, k), _chain(mats, split, k + 1, j))
+
+
+def vecdot(x, y, *, dim=-1):
+    """The dot product of the vectors along ``dim`` (broadcast)."""
+    return F.sum(F.mul(x, y), dim)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """``A.diagonal(offset, dim1, dim2)`` with the last two dims by default (a view)."""
+    return A.diagonal(offset, dim1, dim2)
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrix of ``x`` along its last dim: columns ``x^0, x^1, ..., x^(N-1)``."""
+    if x.ndim < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    n = x.shape[-1] if N is None else N
+    if n < 1:
+        raise RuntimeError(f"linalg.vander: N must be greater than 1, got {n}")
+    from .creation import arange
+
+    powers = arange(n, dtype=x.dtype if x.dtype.is_floating_point else None)
+    return F.pow(F.unsqueeze(x, -1), powers)
