@@ -66,6 +66,12 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The ``q``-quantiles (a number, or a 1-d tensor: then a leading dim of them) of the
     flattened input or along ``dim``, interpolated as ``interpolation`` says."""
+    return _quantiles(input, q, dim, keepdim, interpolation, skip_nan=False)
+
+
+def _quantiles(input, q, dim, keepdim, interpolation, skip_nan):
+    """``quantile`` (a row holding NaN gives NaN) or ``nanquantile`` (its numbers only: a
+    position per row, read from the row's count of numbers, so no graph break)."""
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"quantile() interpolation must be one of {', '.join(_INTERPOLATIONS)}. "
                          f"Got {interpolation}")
@@ -77,30 +83,41 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     if any(not 0 <= v <= 1 for v in qs):
         raise RuntimeError("quantile() q values must be in the range [0, 1]")
     x, d = (F.reshape(input, (-1,)), 0) if dim is None else (input, wrap_dim(dim, max(input.ndim, 1)))
-    n = x.shape[d]
-    values = F.sort(x, dim=d).values
-    out = []
-    for v in qs:
-        pos = v * (n - 1)
-        lo, hi = math.floor(pos), math.ceil(pos)
-        if interpolation == "nearest":
-            lo = hi = round(pos)  # (half to even, as PyTorch's)
-        elif interpolation == "lower":
-            hi = lo
-        elif interpolation == "higher":
-            lo = hi
-        a, b = F.narrow(values, d, lo, 1), F.narrow(values, d, hi, 1)
-        weight = {"linear": pos - lo, "midpoint": 0.5}.get(interpolation, 0.0) if lo != hi else 0.0
-        out.append(a if weight == 0.0 else F.add(a, F.mul(F.sub(b, a), weight)))
+    if skip_nan:
+        values, _, counts = _sorted_with_counts(x, d)
+        last, missing = F.cast(F.clamp(counts - 1, min=0), values.dtype), counts == 0
+    else:
+        values, last, missing = F.sort(x, dim=d).values, x.shape[d] - 1, _nan_rows(x, d, True)
+    out = [_interpolated(values, d, last * v, interpolation) for v in qs]
     result = F.cat(out, d) if len(out) > 1 else out[0]  # the q's along d for now
-    nan = _nan_rows(x, d, True)
-    result = F.where(nan, math.nan, result)
+    result = F.where(missing, math.nan, result)
     result = movedim(result, d, 0)  # the q's first, then the other dims of x
     if dim is None and keepdim:
         result = F.reshape(result, (len(qs),) + (1,) * input.ndim)
     elif dim is not None and keepdim:
         result = F.unsqueeze(result, d + 1)
     return F.squeeze(result, 0) if scalar_q else result
+
+
+def _interpolated(values, d, pos, interpolation):
+    """The sorted ``values`` at position ``pos`` along ``d``: a number (the same for every row:
+    slices) or a tensor (one per row: gathers), interpolated as ``interpolation`` says."""
+    per_row = isinstance(pos, Tensor)
+    lo, hi = (F.floor(pos), F.ceil(pos)) if per_row else (math.floor(pos), math.ceil(pos))
+    if interpolation == "nearest":
+        lo = hi = F.round(pos) if per_row else round(pos)  # (half to even, as PyTorch's)
+    elif interpolation == "lower":
+        hi = lo
+    elif interpolation == "higher":
+        lo = hi
+    if per_row:
+        a, b = (F.gather(values, d, F.cast(i, _dt.int64)) for i in (lo, hi))
+    else:
+        a, b = F.narrow(values, d, lo, 1), F.narrow(values, d, hi, 1)
+    if interpolation in ("lower", "higher", "nearest") or (not per_row and lo == hi):
+        return a
+    weight = pos - lo if interpolation == "linear" else 0.5
+    return F.add(a, F.mul(F.sub(b, a), weight))
 
 
 def _sorted_with_counts(x, d):
@@ -131,38 +148,4 @@ def nanmedian(input, dim=None, keepdim=False):
 
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """``quantile`` of the numbers that are not NaN in each row (NaN where a row has none)."""
-    if interpolation not in _INTERPOLATIONS:
-        raise ValueError(f"quantile() interpolation must be one of {', '.join(_INTERPOLATIONS)}. "
-                         f"Got {interpolation}")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"quantile() input tensor must be either float or double dtype, got {input.dtype}")
-    qs = q.tolist() if isinstance(q, Tensor) else q
-    scalar_q = not isinstance(qs, (list, tuple))
-    qs = [qs] if scalar_q else list(qs)
-    if any(not 0 <= v <= 1 for v in qs):
-        raise RuntimeError("quantile() q values must be in the range [0, 1]")
-    x, d = (F.reshape(input, (-1,)), 0) if dim is None else (input, wrap_dim(dim, max(input.ndim, 1)))
-    values, _, counts = _sorted_with_counts(x, d)
-    last = F.cast(F.clamp(counts - 1, min=0), values.dtype)
-    out = []
-    for v in qs:
-        pos = last * v  # (a position per row: rows differ in how many numbers they hold)
-        lo, hi = F.floor(pos), F.ceil(pos)
-        if interpolation == "nearest":
-            lo = hi = F.round(pos)
-        elif interpolation == "lower":
-            hi = lo
-        elif interpolation == "higher":
-            lo = hi
-        a = F.gather(values, d, F.cast(lo, _dt.int64))
-        b = F.gather(values, d, F.cast(hi, _dt.int64))
-        weight = pos - lo if interpolation == "linear" else (0.5 if interpolation == "midpoint" else 0.0)
-        value = a if interpolation in ("lower", "higher", "nearest") else a + (b - a) * weight
-        out.append(F.where(counts == 0, math.nan, value))
-    result = F.cat(out, d) if len(out) > 1 else out[0]
-    result = movedim(result, d, 0)
-    if dim is None and keepdim:
-        result = F.reshape(result, (len(qs),) + (1,) * input.ndim)
-    elif dim is not None and keepdim:
-        result = F.unsqueeze(result, d + 1)
-    return F.squeeze(result, 0) if scalar_q else result
+    return _quantiles(input, q, dim, keepdim, interpolation, skip_nan=True)
