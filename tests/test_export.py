@@ -544,6 +544,14 @@ def test_split_driver_clean_under_asan(split_built, tmp_path):
     run_driver(exe, d, sp.example_inputs(), "bad")
 
 
+def _exported_matches_eager(fn, args, tmp_path):
+    """``fn`` exported, built and run by the driver: its outputs equal eager's."""
+    ep = tg.export(fn, *args)
+    exe = build(ep, tmp_path)
+    run_driver(exe, tmp_path, ep.example_inputs(), "run")
+    assert_close(read_outputs(ep, tmp_path), [r.detach().numpy() for r in fn(*args)], rtol=1e-10, atol=1e-10)
+
+
 def test_exported_linear_solve_and_its_gradient(tmp_path):
     """A solve, a determinant and their gradients run in the exported C library (the LU
     kernels are part of every library's runtime) as eagerly."""
@@ -555,11 +563,7 @@ def test_exported_linear_solve_and_its_gradient(tmp_path):
         return x, tg.autograd.grad(loss, A)[0]
 
     args = (tg.tensor(np.arange(6.0).reshape(3, 2)),)
-    ep = tg.export(solve_and_grad, *args)
-    exe = build(ep, tmp_path)
-    run_driver(exe, tmp_path, ep.example_inputs(), "run")
-    assert_close(read_outputs(ep, tmp_path), [r.detach().numpy() for r in solve_and_grad(*args)],
-                 rtol=1e-10, atol=1e-10)
+    _exported_matches_eager(solve_and_grad, args, tmp_path)
 
 
 def test_exported_decompositions_and_their_gradients(tmp_path):
@@ -576,11 +580,7 @@ def test_exported_decompositions_and_their_gradients(tmp_path):
         return w, v, u, sv, vh, q, r, tg.autograd.grad(loss, A)[0]
 
     args = (tg.tensor(rng.standard_normal((3, 3))),)
-    ep = tg.export(decompose_and_grad, *args)
-    exe = build(ep, tmp_path)
-    run_driver(exe, tmp_path, ep.example_inputs(), "run")
-    assert_close(read_outputs(ep, tmp_path), [r.detach().numpy() for r in decompose_and_grad(*args)],
-                 rtol=1e-10, atol=1e-10)
+    _exported_matches_eager(decompose_and_grad, args, tmp_path)
 
 
 def test_exported_scans_scatters_and_special_functions(tmp_path):
@@ -599,8 +599,4 @@ def test_exported_scans_scatters_and_special_functions(tmp_path):
         return out, tg.autograd.grad(out, W)[0]
 
     args = (tg.tensor(rng.standard_normal((3, 3))),)
-    ep = tg.export(features_and_grad, *args)
-    exe = build(ep, tmp_path)
-    run_driver(exe, tmp_path, ep.example_inputs(), "run")
-    assert_close(read_outputs(ep, tmp_path), [r.detach().numpy() for r in features_and_grad(*args)],
-                 rtol=1e-10, atol=1e-10)
+    _exported_matches_eager(features_and_grad, args, tmp_path)
