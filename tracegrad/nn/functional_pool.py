@@ -256,7 +256,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if any(any(side) for side in sides):
         x = pad(x, [n for side in reversed(sides) for n in side])
     n, c, d = x.shape[:3]
-    (kd, kh, kw), (sd, sh, sw), (dd, dh, dw) = kernel, stride, dilation
+    kd, (sd, sh, sw), (dd, dh, dw) = kernel[0], stride, dilation
     if weight.ndim != 5 or c != weight.shape[1] * groups:
         raise RuntimeError(f"conv3d: weight of size {list(weight.shape)} expects {weight.shape[1] * groups} input "
                            f"channels (groups={groups}), got input of size {list(input.shape)}")

@@ -16,7 +16,7 @@ from .. import creation
 from . import functional as F
 from . import init
 from .conv import _ConvTransposeNd
-from .layers import Embedding, _uniform_bias
+from .layers import Embedding
 from .layers_more import Dropout2d, Upsample
 from .module import Module
 from .parameter import Parameter

@@ -25,7 +25,6 @@ from contextlib import contextmanager
 from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
 from ..container import ModuleDict, ModuleList
-from ..module import Module
 from ..parameter import Parameter
 
 __all__ = ["register_parametrization", "remove_parametrizations", "is_parametrized", "cached",
