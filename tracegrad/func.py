@@ -5,10 +5,10 @@ functions and compose (``grad(grad(f))``, ``vmap(grad(f))``); ``functional_call`
 with other parameters and buffers; ``stack_module_state`` stacks the states of identical
 modules for ``vmap``.
 
-``vmap`` runs the function once per batch element and stacks the results: the same values as
-PyTorch's batching rules, at the cost of one call per element (under ``tg.compile`` the calls
-are traced into one program). ``randomness="error"`` raises when the function draws random
-numbers, ``"same"`` gives every element the same draws, ``"different"`` its own.
+``vmap`` traces the function once, on one element, and replays its graph over the whole batch
+with batching rules (``tracegrad.batching``); a function that cannot be traced runs once per
+element, with a warning. ``randomness="error"`` raises when the function draws random numbers,
+``"same"`` gives every element the same draws, ``"different"`` its own.
 
 >>> import tracegrad as tg
 >>> from tracegrad.func import grad, vmap
@@ -31,8 +31,9 @@ Per-sample gradients of a model:
 from __future__ import annotations
 
 import functools
+import warnings
 
-from . import creation
+from . import batching, creation
 from . import functional as F
 from . import pytree
 from .autograd import forward_ad as fwAD
@@ -335,8 +336,13 @@ def hessian(func, argnums=0):
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     """``func`` mapped over a batch dimension: ``in_dims`` (an int, None for unmapped, or a
     tuple with one entry per argument, entries pytrees like the arguments) says which dim of
-    each input is the batch; the outputs get it at ``out_dims``. Runs ``func`` once per batch
-    element and stacks the results (see the module docstring)."""
+    each input is the batch; the outputs get it at ``out_dims`` (None: an output the same for
+    every element, returned without a batch dim).
+
+    ``func`` is traced once on one element and its graph replayed on the whole batch with
+    batching rules (see ``tracegrad.batching``). A function that cannot be traced (a graph
+    break, in-place writes into tensors it did not create) runs once per element instead,
+    with a warning that names the reason."""
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. "
                            f"Got {randomness}")
@@ -352,7 +358,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         sizes = {x.shape[d] for x, d in zip(leaves, leaf_dims) if d is not None}
         if not sizes:
             raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): at least one input must be "
-                             "mapped over (got in_dims=None for every input)")
+                             f"mapped over (got in_dims=None for every input)")
         if len(sizes) > 1:
             raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
                              f"dimension, got sizes {sorted(sizes)} for the mapped dimension")
@@ -360,28 +366,52 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         if size == 0:
             raise ValueError("vmap: the mapped dimension has size 0, so there is no call to take the "
                              "outputs' structure and shapes from")
-        default_generator = creation.default_generator
-
-        start = default_generator.rng.bit_generator.state
-        results = []
-        for i in range(size):
-            if randomness == "same":
-                default_generator.rng.bit_generator.state = start
-            before = default_generator.rng.bit_generator.state
-            sliced = [x.select(d, i) if d is not None else x for x, d in zip(leaves, leaf_dims)]
-            results.append(func(*pytree.unflatten(spec, sliced), **kwargs))
-            if randomness == "error" and default_generator.rng.bit_generator.state != before:
-                raise RuntimeError("vmap: called random operation while in randomness error mode. Please "
-                                   "either use the 'same' or 'different' randomness flags on vmap or "
-                                   "perform the randomness operation out of vmap")
-        out_leaves = [pytree.flatten(r)[0] for r in results]
-        _, out_spec = pytree.flatten(results[0])
-        odims = out_dims if isinstance(out_dims, tuple) else (out_dims,) * len(out_leaves[0])
-        stacked = [F.stack([leaves_i[k] for leaves_i in out_leaves], d if d >= 0 else d + leaves_k.ndim + 1)
-                   for k, (d, leaves_k) in enumerate(zip(odims, out_leaves[0]))]
-        return pytree.unflatten(out_spec, stacked)
+        try:
+            outs, out_spec = batching.vmap_call(func, leaves, spec, leaf_dims, kwargs, size, randomness)
+        except batching.Unbatchable as e:
+            warnings.warn(f"vmap: running {getattr(func, '__name__', 'the function')} once per batch "
+                          f"element: {e}", stacklevel=2)
+            outs, out_spec = _vmap_loop(func, leaves, spec, leaf_dims, kwargs, size, randomness)
+        odims = out_dims if isinstance(out_dims, tuple) else (out_dims,) * len(outs)
+        if len(odims) != len(outs):
+            raise ValueError(f"vmap(f, ..., out_dims={out_dims}): out_dims is not compatible with the "
+                             f"structure of the outputs: {len(odims)} entries for {len(outs)} outputs")
+        return pytree.unflatten(out_spec, [_place_batch_dim(t, b, d, size) for (t, b), d in zip(outs, odims)])
 
     return wrapped
+
+
+def _vmap_loop(func, leaves, spec, leaf_dims, kwargs, size, randomness):
+    """``func`` once per element, results stacked: (tensor, batched) per output leaf."""
+    default_generator = creation.default_generator
+    start = default_generator.rng.bit_generator.state
+    results = []
+    for i in range(size):
+        if randomness == "same":
+            default_generator.rng.bit_generator.state = start
+        before = default_generator.rng.bit_generator.state
+        sliced = [x.select(d, i) if d is not None else x for x, d in zip(leaves, leaf_dims)]
+        results.append(func(*pytree.unflatten(spec, sliced), **kwargs))
+        if randomness == "error" and default_generator.rng.bit_generator.state != before:
+            raise RuntimeError(batching.RANDOMNESS_ERROR)
+    out_leaves = [pytree.flatten(r)[0] for r in results]
+    _, out_spec = pytree.flatten(results[0])
+    for leaf in out_leaves[0]:
+        batching.check_output(leaf)
+    return [(F.stack([leaves_i[k] for leaves_i in out_leaves], 0), True)
+            for k in range(len(out_leaves[0]))], out_spec
+
+
+def _place_batch_dim(t, batched, dim, size):
+    """An output with its batch dim (first, when ``batched``) moved to ``dim``."""
+    if dim is None:
+        if batched:
+            raise ValueError("vmap: out_dims=None for an output that depends on the mapped inputs "
+                             "(only outputs that are the same for every element may have no batch dim)")
+        return t
+    if not batched:
+        t = t.unsqueeze(0).expand(size, *t.shape)
+    return t.movedim(0, dim if dim >= 0 else dim + t.ndim)
 
 
 def _leaf_dims(args, dims):

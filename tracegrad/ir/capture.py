@@ -74,12 +74,12 @@ def arg_guard(x, name):
     return ("identity", id(x), x)
 
 
-def trace_function(fn, args, kwargs, name=None, extra_guards=()):
+def trace_function(fn, args, kwargs, name=None, extra_guards=(), tracer_cls=Tracer):
     """Trace ``fn(*args, **kwargs)``; raises trace.GraphBreak when it cannot be captured.
     ``extra_guards`` are (description, getter) pairs evaluated now and checked at every call."""
     cap = Capture()
     graph = Graph(name or getattr(fn, "__name__", "fn"))
-    tracer = Tracer(graph)
+    tracer = tracer_cls(graph)
     cap.grad_enabled = grad_mode.is_grad_enabled()
     flat, spec = pytree.flatten((args, kwargs))
     cap.arg_names = _arg_names(fn, args, kwargs, len(flat))
