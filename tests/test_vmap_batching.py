@@ -184,3 +184,28 @@ def test_compiled_vmap_is_one_program_whose_size_does_not_grow_with_the_batch():
         np.testing.assert_allclose(compiled(x).numpy(), f(x).numpy(), rtol=1e-5)
         sizes.append(len(compiled.inspect(x).graph.nodes))
     assert sizes[0] == sizes[1]
+
+
+class _RoundSTE(tg.autograd.Function):
+    """round() with a straight-through gradient (doubled, so it cannot pass for round's own)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.round()
+
+    @staticmethod
+    def backward(ctx, g):
+        return 2 * g
+
+
+def test_custom_functions_keep_their_backward():
+    x = tg.tensor([[0.3, 1.7], [2.2, -0.6]], requires_grad=True)
+    with pytest.warns(UserWarning, match="custom autograd.Function"):
+        out = vmap(lambda v: _RoundSTE.apply(v * 3).sum())(x)
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full((2, 2), 6.0))
+    with warnings.catch_warnings():  # nothing outside requires grad: batched, no warning
+        warnings.simplefilter("error")
+        g = vmap(grad(lambda v: (_RoundSTE.apply(v) * v).sum()))(x.detach())
+    xs = x.detach().numpy()
+    np.testing.assert_allclose(g.numpy(), 2 * xs + np.round(xs))

@@ -23,6 +23,7 @@ tensor([0., 0., 0., 0.])
 from __future__ import annotations
 
 from .autograd import grad_mode
+from .autograd.graph import OpNode
 from .ir.graph import Value
 from .ir.trace import Tracer
 from .tensor import Tensor
@@ -38,6 +39,7 @@ class BatchTracer(Tracer):
         self.links = {}  # id(node output) -> (grad mode on, per input: autograd-connected)
         self._owned = set()  # ids of the Values of this graph
         self._leaves = None  # id(input Value) -> the tensor that is its autograd leaf
+        self.custom_backward = False  # an autograd link into a custom Function's output
 
     def value_of(self, t):
         v = t._value
@@ -83,6 +85,8 @@ class BatchTracer(Tracer):
         if not t._requires_grad:
             return False
         if t._grad_fn is not None:
+            if not isinstance(t._grad_fn, OpNode):
+                self.custom_backward = True
             return True
         return self._leaf_of().get(id(value)) is t
 
@@ -129,6 +133,10 @@ def vmap_call(func, leaves, spec, leaf_dims, kwargs, size, randomness):
             inputs.append((tensor(default_generator.next_seed(), dtype=int64), False))
         else:
             raise Unbatchable(f"it reads the .grad of an argument ({b.kind})")
+    if cap.tracer.custom_backward and grad_mode.is_grad_enabled() and any(t.requires_grad for t, _ in inputs):
+        # its forward ran under no_grad, so the replay would give no gradient at all
+        raise Unbatchable("it applies a custom autograd.Function to inputs that require grad, and the "
+                          "batched replay would differentiate its forward's ops, not its backward")
     values = replay(cap.graph, cap.tracer.links, inputs, size, randomness)
     outs = []
     for kind, ref in cap.out_leaves:
