@@ -209,3 +209,14 @@ def test_custom_functions_keep_their_backward():
         g = vmap(grad(lambda v: (_RoundSTE.apply(v) * v).sum()))(x.detach())
     xs = x.detach().numpy()
     np.testing.assert_allclose(g.numpy(), 2 * xs + np.round(xs))
+
+
+def test_forward_ad_tangents_pass_through_vmap():
+    import tracegrad.autograd.forward_ad as fwAD
+
+    p, t, w = tg.randn(3, 4), tg.randn(3, 4), tg.randn(4, 2)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(p, t)
+        got = fwAD.unpack_dual(vmap(lambda v: (v @ w).tanh())(x)).tangent
+        want = fwAD.unpack_dual((x @ w).tanh()).tangent
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)

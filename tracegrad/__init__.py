@@ -21,6 +21,9 @@ from .creation import (arange, as_tensor, bernoulli, empty, empty_like, eye, fro
                        full, full_like, linspace, manual_seed, multinomial, normal, ones, ones_like,
                        poisson, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
                        zeros_like)
+from . import random  # noqa: E402  (tg.random, as torch.random)
+from .random import (Generator, default_generator, fork_rng, get_rng_state, initial_seed, seed,  # noqa: F401
+                     set_rng_state)
 from .functional import *  # noqa: F401,F403
 from .functional import (abs, max, min, pow, round, sum)  # noqa: A004  (shadow builtins like torch)
 from .composites import *  # noqa: F401,F403
@@ -30,6 +33,10 @@ from .layout import *  # noqa: F401,F403
 from .math_extras import *  # noqa: F401,F403
 from .statistics import *  # noqa: F401,F403
 from .selection import *  # noqa: F401,F403
+from .numerics import *  # noqa: F401,F403
+from .settings import *  # noqa: F401,F403
+from ._repr import set_printoptions  # noqa: F401
+from .searching import *  # noqa: F401,F403
 from . import linalg  # noqa: E402
 from .linalg import (cholesky, cholesky_inverse, cholesky_solve, det, inv as inverse, pinverse,  # noqa: F401,E402
                      slogdet, legacy_svd as svd)

@@ -15,6 +15,33 @@ import numpy as np
 from . import dtypes as _dt
 
 PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = 4, 1000, 3, 80
+SCI_MODE = None  # None: chosen from the values; True/False: forced (set_printoptions)
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, float("inf"), 3, 80)}
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None,
+                     sci_mode=None):
+    """PyTorch's print options for tensor reprs: digits after the point, the element count
+    above which a repr is summarized, the items kept at each edge then, the line width;
+    ``profile`` ("default", "short", "full") sets the first four; ``sci_mode`` forces (True) or
+    forbids (False) scientific notation, None lets the values choose.
+
+    >>> import tracegrad as tg
+    >>> tg.set_printoptions(precision=2)
+    >>> tg.tensor([1.23456])
+    tensor([1.23])
+    >>> tg.set_printoptions(profile="default")
+    """
+    global PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH, SCI_MODE
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"set_printoptions: profile must be one of {sorted(_PROFILES)}, got {profile!r}")
+        PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = _PROFILES[profile]
+    PRECISION = PRECISION if precision is None else precision
+    THRESHOLD = THRESHOLD if threshold is None else threshold
+    EDGEITEMS = EDGEITEMS if edgeitems is None else edgeitems
+    LINEWIDTH = LINEWIDTH if linewidth is None else linewidth
+    SCI_MODE = sci_mode
 
 
 class _Formatter:
@@ -32,11 +59,11 @@ class _Formatter:
         lo, hi = np.abs(finite).min(), np.abs(finite).max()
         self.int_mode = bool(np.all(finite == np.ceil(finite)))
         if self.int_mode:
-            self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8
+            self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 if SCI_MODE is None else SCI_MODE
             widths = [len(f"{v:.{PRECISION}e}") if self.sci_mode else len(f"{v:.0f}") + 1
                       for v in finite.tolist()]
         else:
-            self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+            self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4 if SCI_MODE is None else SCI_MODE
             fmt = "e" if self.sci_mode else "f"
             widths = [len(f"{v:.{PRECISION}{fmt}}") for v in finite.tolist()]
         self.max_width = max(widths)

@@ -187,27 +187,7 @@ def eye(n, m=None, dtype=None, requires_grad=False, device=None):
 
 
 # ----------------------------------------------------------------------------- randomness
-class Generator:
-    """The global random state (``tg.manual_seed``). Seeds for traced random ops come from it."""
-
-    def __init__(self, seed=0):
-        self.manual_seed(seed)
-
-    def manual_seed(self, seed):
-        self.seed = int(seed)
-        self.rng = np.random.default_rng(self.seed)
-        return self
-
-    def next_seed(self):
-        return int(self.rng.integers(0, 2**62))
-
-
-default_generator = Generator(0)
-
-
-def manual_seed(seed):
-    return default_generator.manual_seed(seed)
-
+from .random import Generator, default_generator, manual_seed  # noqa: E402,F401  (re-exported; their home is random.py)
 
 _RANDOM_BREAK = "random tensor creation (tg.randn/rand/randint/normal/bernoulli/...) inside a compiled function"
 

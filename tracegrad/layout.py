@@ -1,6 +1,7 @@
 """PyTorch's functions that rearrange elements without arithmetic: ``repeat`` and ``tile``,
 ``select``, ``rot90``, ``fliplr``/``flipud``, ``meshgrid``, ``tensor_split``, ``take``,
-``ravel``. Views where PyTorch returns views (``select``, ``ravel`` of a contiguous tensor),
+``ravel``, ``cartesian_prod``/``combinations``, ``block_diag``, ``atleast_nd``, ``dstack``,
+``tril_indices``/``triu_indices``. Views where PyTorch returns views (``select``, ``ravel`` of a contiguous tensor),
 copies otherwise; all composed of ``tracegrad.functional``.
 
 >>> import tracegrad as tg
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 from . import dtypes as _dt
 from . import functional as F
-from .creation import tensor
+from .creation import tensor, zeros
 from .ops.shapes import wrap_dim
 from .tensor import Size, Tensor
 
 __all__ = ["tile", "select", "rot90", "fliplr", "flipud", "meshgrid", "tensor_split", "take", "ravel",
            "take_along_dim", "hsplit", "vsplit", "dsplit", "diag_embed", "diagflat", "broadcast_tensors",
-           "broadcast_shapes"]
+           "broadcast_shapes", "cartesian_prod", "combinations", "block_diag", "atleast_1d", "atleast_2d",
+           "atleast_3d", "dstack", "tril_indices", "triu_indices"]
 
 
 def repeat(input, *sizes):
@@ -225,3 +227,108 @@ def broadcast_tensors(*tensors):
     tensors = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
     shape = tuple(broadcast_shapes(*[tuple(t.shape) for t in tensors]))
     return tuple(F.expand(t, shape) for t in tensors)
+
+
+def cartesian_prod(*tensors):
+    """Every combination of one element of each 1-D tensor, one per row (as itertools.product);
+    a single tensor is returned as it is."""
+    for k, t in enumerate(tensors):
+        if t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)} (tensor {k})")
+    if len(tensors) == 1:
+        return tensors[0]
+    return F.stack([g.reshape(-1) for g in meshgrid(*tensors, indexing="ij")], 1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """The ``r``-element combinations of a 1-D tensor's elements, one per row (as
+    itertools.combinations / combinations_with_replacement)."""
+    import itertools
+
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    if r == 0:
+        return zeros(0, dtype=input.dtype)
+    rows = list(pick(range(input.shape[0]), r))
+    index = tensor([i for row in rows for i in row], dtype=_dt.int64)
+    return input[index].reshape(len(rows), r)
+
+
+def block_diag(*tensors):
+    """The tensors (0-, 1- or 2-D) on the diagonal of a matrix of zeros."""
+    mats = []
+    for k, t in enumerate(tensors):
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {k} "
+                               f"has {t.ndim} dimensions")
+        mats.append(t.reshape(1, -1) if t.ndim < 2 else t)
+    if not mats:
+        return zeros((1, 0))
+    from .nn.functional import pad
+
+    dtype = _dt.result_type(*mats)
+    cols = sum(m.shape[1] for m in mats)
+    rows, left = [], 0
+    for m in mats:
+        right = cols - left - m.shape[1]
+        rows.append(pad(m.to(dtype), (left, right)) if cols else m.to(dtype))
+        left += m.shape[1]
+    return F.cat(rows, 0)
+
+
+_ATLEAST = {  # ndim wanted -> {ndim of the tensor: how it is lifted}
+    1: {0: lambda t: t.reshape(1)},
+    2: {0: lambda t: t.reshape(1, 1), 1: lambda t: t.unsqueeze(0)},
+    3: {0: lambda t: t.reshape(1, 1, 1), 1: lambda t: t.reshape(1, -1, 1), 2: lambda t: t.unsqueeze(-1)},
+}
+
+
+def _atleast(ndim, tensors):
+    """One tensor in: one out; several, or a list or tuple of them: a tuple."""
+    single = len(tensors) == 1 and isinstance(tensors[0], Tensor)
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tensors[0]
+    out = tuple(_ATLEAST[ndim].get(t.ndim, lambda t: t)(t) for t in tensors)
+    return out[0] if single else out
+
+
+def atleast_1d(*tensors):
+    """Each tensor with at least 1 dim (a 0-dim tensor becomes shape (1,))."""
+    return _atleast(1, tensors)
+
+
+def atleast_2d(*tensors):
+    """Each tensor with at least 2 dims: (1,) for a scalar becomes (1, 1), (n,) becomes (1, n)."""
+    return _atleast(2, tensors)
+
+
+def atleast_3d(*tensors):
+    """Each tensor with at least 3 dims: (n,) becomes (1, n, 1), (m, n) becomes (m, n, 1)."""
+    return _atleast(3, tensors)
+
+
+def dstack(tensors):
+    """The tensors stacked along a third dim (after ``atleast_3d``)."""
+    return F.cat([atleast_3d(t) for t in tensors], 2)
+
+
+def _triangle(row, col, offset, lower, dtype):
+    import numpy as np
+
+    if row < 0 or col < 0:
+        raise RuntimeError(f"row must be non-negative, got {row}; col must be non-negative, got {col}")
+    rows, cols = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
+    return tensor(np.stack([rows, cols]).astype(np.int64), dtype=_dt.to_dtype(dtype) if dtype else _dt.int64)
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (row, col) indices of the lower triangle of a row x col matrix, a 2 x N tensor."""
+    return _triangle(row, col, offset, True, dtype)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (row, col) indices of the upper triangle of a row x col matrix, a 2 x N tensor."""
+    return _triangle(row, col, offset, False, dtype)
