@@ -1,7 +1,8 @@
-"""Process-wide switches of the ``torch`` namespace: ``use_deterministic_algorithms`` and its
-queries. tracegrad's ops are deterministic already (NumPy eagerly; compiled loops and
-reductions split the same way on every call), so the flag is recorded for code that reads it
-back and changes nothing else.
+"""Process-wide switches of the ``torch`` namespace: ``set_num_threads``/``get_num_threads``
+(see ``backends/c/threads.py``), and ``use_deterministic_algorithms`` with its queries:
+tracegrad's ops are deterministic already (NumPy eagerly; compiled loops and reductions split
+the same way on every call), so that flag is recorded for code that reads it back and changes
+nothing else.
 
 >>> import tracegrad as tg
 >>> tg.use_deterministic_algorithms(True)
@@ -11,8 +12,10 @@ True
 """
 from __future__ import annotations
 
+from .backends.c.threads import get_num_threads, set_num_threads
+
 __all__ = ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
-           "is_deterministic_algorithms_warn_only_enabled"]
+           "is_deterministic_algorithms_warn_only_enabled", "set_num_threads", "get_num_threads"]
 
 _deterministic = False
 _warn_only = False

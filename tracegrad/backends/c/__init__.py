@@ -109,12 +109,15 @@ def _pin_openmp_runtime():
         return
     import ctypes
 
+    from .threads import apply_to_openmp
+
     for name in OPENMP_RUNTIMES:
         try:
             _pinned_openmp.append(ctypes.CDLL(name, mode=getattr(os, "RTLD_NOLOAD", 0) | os.RTLD_NOW))
-            return
         except OSError:
             continue
+        apply_to_openmp(_pinned_openmp[-1])  # a tg.set_num_threads made before it was loaded
+        return
 
 
 def _ffi_instance():
