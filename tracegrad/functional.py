@@ -747,10 +747,6 @@ def outer(a, b):
     return mul(unsqueeze(a, 1), unsqueeze(b, 0))
 
 
-def addmm(input, a, b, beta=1, alpha=1):
-    return add(mul(input, beta) if beta != 1 else input, mul(mm(a, b), alpha) if alpha != 1 else mm(a, b))
-
-
 # ----------------------------------------------------------------------------- ordering, gather/scatter
 from .ops.index import (argsort, argwhere, gather, index_add, index_select, nonzero,  # noqa: E402
                         scatter_add, sort, topk)

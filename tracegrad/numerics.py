@@ -1,7 +1,8 @@
 """Numerical routines of the ``torch`` namespace built from primitives (so they differentiate,
 trace and compile with no rules of their own): pairwise distances (``cdist``), integration
 (``trapezoid``, ``cumulative_trapezoid``), finite differences (``gradient``), ``renorm``,
-``frexp``, ``chain_matmul`` and ``hardshrink``.
+``frexp``, ``chain_matmul``, ``hardshrink`` and ``angle``; and, eager only (a compiled function
+breaks its graph there, with a warning), ``gcd``, ``lcm``, ``nextafter`` and ``histogram``.
 
 >>> import tracegrad as tg
 >>> tg.cdist(tg.tensor([[0.0, 0.0]]), tg.tensor([[3.0, 4.0], [1.0, 0.0]]))
@@ -12,14 +13,19 @@ tensor(4.)
 from __future__ import annotations
 
 import numbers
+from collections import namedtuple
+
+import numpy as np
 
 from . import dtypes as _dt
 from . import functional as F
-from .creation import ones_like, zeros_like
+from .creation import full_like, ones_like, zeros_like
 from .tensor import Tensor
 
+_histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
+
 __all__ = ["cdist", "trapezoid", "trapz", "cumulative_trapezoid", "gradient", "renorm", "frexp",
-           "chain_matmul", "hardshrink"]
+           "chain_matmul", "hardshrink", "angle", "gcd", "lcm", "nextafter", "histogram"]
 
 
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
@@ -221,3 +227,57 @@ def hardshrink(input, lambd=0.5):
 
     return _hardshrink(input, lambd)
 
+
+
+def angle(input):
+    """The argument of each (real) value: 0 for x >= 0, pi for x < 0, NaN for NaN; its
+    gradient is 0, as PyTorch's for real inputs."""
+    import math
+
+    from .composites import isfinite, isnan
+
+    x = input if input.dtype.is_floating_point else input.to(_dt.get_default_dtype())
+    value = F.where(isnan(x), x, F.where(x < 0, full_like(x, math.pi), zeros_like(x))).detach()
+    if not x.requires_grad:
+        return value
+    return value + F.where(isfinite(x), x, zeros_like(x)) * 0  # connected to x, with gradient 0
+
+
+def _eager_elementwise(name, fn, integer_only=False):
+    def op(input, other):
+        from .creation import tensor
+        from .ir import trace
+
+        trace.graph_break(f"{name} has no traced form")
+        a, b = (t._value if isinstance(t, Tensor) else t for t in (input, other))
+        dtype = _dt.result_type(input, other)
+        if integer_only and dtype.is_floating_point:
+            raise RuntimeError(f'"{name}_cpu" not implemented for \'{dtype}\'')
+        return tensor(np.asarray(fn(a, b)).astype(dtype.np), dtype=dtype)
+    op.__name__ = name
+    op.__doc__ = f"Elementwise ``{name}`` (NumPy's ``{fn.__name__}``); not differentiable."
+    return op
+
+
+gcd = _eager_elementwise("gcd", np.gcd, integer_only=True)
+lcm = _eager_elementwise("lcm", np.lcm, integer_only=True)
+nextafter = _eager_elementwise("nextafter", np.nextafter)
+
+
+def histogram(input, bins, *, range=None, weight=None, density=False):
+    """``(hist, bin_edges)`` of the values of ``input``: ``bins`` equal bins over ``range``
+    (default: the values' min and max) or the given edges (a 1-D tensor); ``weight`` weighs
+    each value; ``density`` normalises to a density."""
+    from .creation import tensor
+    from .ir import trace
+
+    trace.graph_break("histogram counts the values (data-dependent)")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same dtype, "
+                           f"and a floating dtype; got {input.dtype}")
+    edges = bins.detach().numpy() if isinstance(bins, Tensor) else int(bins)
+    w = None if weight is None else weight.detach().numpy().reshape(-1)
+    hist, edges = np.histogram(input.detach().numpy().reshape(-1), edges, range=range, weights=w,
+                               density=density)
+    return _histogram_result(tensor(hist.astype(input.dtype.np), dtype=input.dtype),
+                             tensor(edges.astype(input.dtype.np), dtype=input.dtype))
