@@ -119,5 +119,44 @@ def test_nondeterministic_backward_is_reported():
 
 
 def test_unsupported_modes_say_so():
-    with pytest.raises(NotImplementedError, match="fast_mode"):
-        gradcheck(lambda a: a, (_leaf((2,)),), fast_mode=True)
+    with pytest.raises(NotImplementedError, match="check_batched_forward_grad"):
+        gradcheck(lambda a: a, (_leaf((2,)),), check_batched_forward_grad=True)
+    with pytest.raises(NotImplementedError, match="sparse"):
+        gradcheck(lambda a: a, (_leaf((2,)),), masked=True)
+
+
+class _WrongRules(tg.autograd.Function):
+    """x^2 with a backward that says 3x and a JVP that says 1: each check must catch its own."""
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return a * a
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return 3 * a * g
+
+    @staticmethod
+    def jvp(ctx, t):
+        return t
+
+
+@pytest.mark.parametrize("mode", [dict(), dict(fast_mode=True), dict(check_forward_ad=True),
+                                  dict(check_forward_ad=True, fast_mode=True), dict(check_batched_grad=True)],
+                         ids=str)
+def test_gradcheck_modes_pass_right_rules_and_catch_wrong_ones(mode):
+    rng = np.random.default_rng(3)
+    x = tg.tensor(rng.random(3), dtype=tg.float64, requires_grad=True)
+    w = tg.tensor(rng.random((3, 2)), dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradcheck(lambda a, b: (a.sin() @ b).tanh(), (x, w), **mode)
+    assert tg.autograd.gradgradcheck(lambda a, b: (a.sin() @ b).tanh(), (x, w),
+                                     check_fwd_over_rev=mode.get("check_forward_ad", False),
+                                     fast_mode=mode.get("fast_mode", False),
+                                     check_batched_grad=mode.get("check_batched_grad", False))
+    backward_only = dict(mode, check_backward_ad=True)
+    assert not tg.autograd.gradcheck(_WrongRules.apply, (x,), raise_exception=False, **backward_only)
+    if mode.get("check_forward_ad"):
+        assert not tg.autograd.gradcheck(_WrongRules.apply, (x,), raise_exception=False,
+                                         **dict(mode, check_backward_ad=False))

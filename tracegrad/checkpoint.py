@@ -95,10 +95,13 @@ def _decode(node, archive):
 
 
 # ----------------------------------------------------------------------------- save / load
-def save(obj, f):
+def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False):
     """Save ``obj`` (a tensor, a state dict, an optimizer state dict, or any dict/list/tuple
     of tensors, arrays, numbers and strings) to ``f``, a path or a writable binary file. The
-    file is an npz archive; a path is written atomically and gets no extra suffix."""
+    file is an npz archive; a path is written atomically and gets no extra suffix. Nothing is
+    pickled, so PyTorch's pickle parameters are accepted for its call signature and have no
+    effect; other Python objects are refused with an error naming them."""
     enc = _Encoder()
     tree = {"format": _FORMAT, "version": _VERSION, "root": enc.encode(obj)}
     members = dict(enc.arrays)
@@ -119,9 +122,11 @@ def save(obj, f):
         raise
 
 
-def load(f, map_location=None):
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
     """Load what ``save`` wrote (tensors come back as tracegrad tensors). ``f`` is a path or a
-    readable binary file. ``map_location`` may only be None or "cpu"."""
+    readable binary file. ``map_location`` may only be None or "cpu". The file holds no pickled
+    code, so every load is what PyTorch calls ``weights_only``; ``mmap`` is accepted, and the
+    arrays are read into memory."""
     if map_location not in (None, "cpu"):
         raise ValueError(f"tracegrad tensors live on the cpu; map_location={map_location!r} is not supported")
     source = f if hasattr(f, "read") else os.fspath(f)

@@ -400,11 +400,24 @@ class CompiledFunction:
         return prog
 
 
-def compile(fn=None, *, backend="c", fullgraph=False, dynamic=False, options=None):
+COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compile(fn=None, *, backend="c", fullgraph=False, dynamic=False, options=None, mode=None, disable=False):
     """Compile ``fn`` (a function or a ``tg.nn.Module``). Usable as ``@tg.compile``,
-    ``@tg.compile(backend=...)`` or ``tg.compile(module)``."""
+    ``@tg.compile(backend=...)`` or ``tg.compile(module)``.
+
+    ``mode`` takes PyTorch's names so that code written for ``torch.compile`` runs; every mode
+    compiles the same way here (one native program per guard set, no autotuning: the C
+    backend's choices are made by measurement when it is built). ``disable=True`` returns
+    ``fn`` itself, uncompiled, as PyTorch does."""
+    if mode not in COMPILE_MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(map(str, COMPILE_MODES[1:]))}")
     if fn is None:
-        return lambda f: compile(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic, options=options)
+        return lambda f: compile(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic, options=options,
+                                 mode=mode, disable=disable)
+    if disable:
+        return fn
     try:
         from .nn import Module
     except ImportError:  # pragma: no cover

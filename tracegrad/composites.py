@@ -139,11 +139,17 @@ def rad2deg(x):
 sgn = F.sign
 
 
-def norm(input, p="fro", dim=None, keepdim=False):
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     """The vector p-norm over ``dim`` (all elements by default): p = 2 or "fro", 1, inf, -inf,
     0 (the count of nonzeros) or any other number. At a zero vector the gradient is 0 (for p
     >= 1), as in PyTorch, rather than the 0/0 of the formula."""
     x = input if input.dtype.is_floating_point else F.cast(input, F._dt.get_default_dtype())
+    if dtype is not None:
+        x = F.cast(x, F._dt.to_dtype(dtype))
+    return F.write_out(_norm(x, p, dim, keepdim), out)
+
+
+def _norm(x, p, dim, keepdim):
     dims = normalize_dims(dim, x.ndim)
     a = F.abs(x)
     if p == _INF:

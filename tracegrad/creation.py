@@ -92,10 +92,15 @@ def from_numpy(a):
     return Tensor._make(a, _dt.from_numpy_dtype(a.dtype))
 
 
-def from_dlpack(ext):
-    if isinstance(ext, Tensor):
-        return ext
-    return from_numpy(np.from_dlpack(ext))
+def from_dlpack(ext_tensor, *, device=None, copy=None):
+    """A tensor sharing the memory of a DLPack-capable object (``copy=True``: a copy). Only
+    host memory can be shared: a ``device`` other than the CPU is refused."""
+    if device is not None and str(device) != "cpu":
+        raise RuntimeError(f"from_dlpack: tracegrad tensors live in host memory; device={device!r} is not supported")
+    if isinstance(ext_tensor, Tensor):
+        return ext_tensor.clone() if copy else ext_tensor
+    array = np.from_dlpack(ext_tensor)
+    return from_numpy(array.copy() if copy else array)
 
 
 def _shape(size):

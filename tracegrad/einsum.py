@@ -153,7 +153,7 @@ def _contract(x, xt, y, yt, keep, sizes):
     return F.reshape(out, tuple(sizes[c] for c in batch + left + right)), "".join(batch + left + right)
 
 
-def tensordot(a, b, dims=2):
+def tensordot(a, b, dims=2, out=None):
     """Sums the products of ``a``'s last ``dims`` dims with ``b``'s first ``dims`` (an int), or
     of the dims the pair of lists ``dims`` names, as ``torch.tensordot``."""
     if isinstance(dims, int):
@@ -170,8 +170,8 @@ def tensordot(a, b, dims=2):
             raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[i]} "
                                f"in dim {i} and second has size {b.shape[j]} in dim {j}")
         tb[j] = ta[i]
-    out = [c for c in ta if c not in tb] + [c for c in tb if c not in ta]
-    return einsum(f"{''.join(ta)},{''.join(tb)}->{''.join(out)}", a, b)
+    kept = [c for c in ta if c not in tb] + [c for c in tb if c not in ta]
+    return F.write_out(einsum(f"{''.join(ta)},{''.join(tb)}->{''.join(kept)}", a, b), out)
 
 
 def kron(a, b):

@@ -610,6 +610,17 @@ def flip(x, *dims):
     return M.FLIP(x, dims=normalize_dims(dims, x.ndim))
 
 
+def write_out(result, out):
+    """PyTorch's ``out=``: ``result`` written into the tensor ``out`` (resized to its shape
+    first if needed), which is returned; None gives ``result`` back."""
+    if out is None:
+        return result
+    if tuple(out.shape) != tuple(result.shape):
+        out.resize_(tuple(result.shape))
+    out.copy_(result)
+    return out
+
+
 def narrow(x, dim, start, length):
     from .indexing import slice_dim
 
@@ -650,9 +661,10 @@ def stack(tensors, dim=0):
     return cat([unsqueeze(t_, d) for t_ in tensors], d)
 
 
-def split(x, split_size_or_sections, dim=0):
+def split(tensor, split_size_or_sections, dim=0):
     from .indexing import slice_dim
 
+    x = tensor
     d = wrap_dim(dim, x.ndim)
     n = x.shape[d]
     if isinstance(split_size_or_sections, int):

@@ -217,8 +217,8 @@ def chain_matmul(*matrices, out=None):
     if len(matrices) == 1:
         if matrices[0].ndim != 2:
             raise RuntimeError(f"chain_matmul(): Tensor 0 must be 2D, got {matrices[0].ndim}D")
-        return matrices[0].clone()
-    return multi_dot(list(matrices))
+        return F.write_out(matrices[0].clone(), out)
+    return F.write_out(multi_dot(list(matrices)), out)
 
 
 def hardshrink(input, lambd=0.5):

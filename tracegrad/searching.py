@@ -51,11 +51,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     if sorter is not None:
         sorted_sequence = sorted_sequence.gather(-1, sorter)
     dtype = _dt.int32 if out_int32 else _dt.int64
-    result = _search(sorted_sequence, values, right).to(dtype)
-    if out is not None:
-        out.copy_(result)
-        return out
-    return result
+    return F.write_out(_search(sorted_sequence, values, right).to(dtype), out)
 
 
 def _search(seq, values, right):

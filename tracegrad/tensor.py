@@ -321,7 +321,7 @@ class Tensor:
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         from .autograd import engine
 
-        engine.backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+        engine.backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs=inputs)
 
     def detach(self):
         """A new tensor sharing storage and version counter, cut from the graph."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+import warnings
 
 import numpy as np
 
@@ -193,6 +194,14 @@ class _GraphTask:
 _tasks = threading.local()
 
 
+def is_checkpoint_valid():
+    """Whether the backward running on this thread accumulates into every leaf (``backward()``
+    without ``inputs``), which a reentrant checkpoint needs (PyTorch's
+    ``torch.autograd._is_checkpoint_valid``)."""
+    stack = getattr(_tasks, "stack", None)
+    return not stack or (stack[-1].accumulate and stack[-1].needed is None)
+
+
 def current_graph_task_id():
     """The id of the backward call running on this thread, or -1 outside backward."""
     stack = getattr(_tasks, "stack", None)
@@ -317,7 +326,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, accu
     return tuple(results)
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
+             inputs=None):
     """Accumulate gradients of ``tensors`` into the leaves' ``.grad`` (PyTorch semantics).
 
     >>> import tracegrad as tg
@@ -326,6 +336,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     >>> x.grad
     tensor([2., 4.])
     """
+    if grad_variables is not None:  # PyTorch's deprecated name of grad_tensors
+        if grad_tensors is not None:
+            raise RuntimeError("'grad_tensors' and 'grad_variables' (deprecated) arguments both passed to "
+                               "backward(). Please only use 'grad_tensors'.")
+        warnings.warn("'grad_variables' is deprecated. Please use 'grad_tensors' instead.", FutureWarning,
+                      stacklevel=2)
+        grad_tensors = grad_variables
     if inputs is not None:
         inputs = _as_tuple(inputs)
         if len(inputs) == 0:

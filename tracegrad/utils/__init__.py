@@ -1,4 +1,5 @@
-"""``tg.utils`` (as ``torch.utils``): ``data``, datasets and batching."""
-from . import data
+"""``tg.utils`` (as ``torch.utils``): ``data`` (datasets and batching) and ``checkpoint``
+(activation checkpointing)."""
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["data", "checkpoint"]
