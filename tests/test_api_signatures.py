@@ -8,6 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.func  # noqa: E402
+import torch.optim.swa_utils  # noqa: E402
 import torch.utils.checkpoint  # noqa: E402
 
 import tracegrad as tg  # noqa: E402
@@ -18,7 +19,8 @@ NAMESPACES = [("nn", torch.nn, tg.nn), ("nn.functional", torch.nn.functional, tg
               ("distributions", torch.distributions, tg.distributions), ("func", torch.func, tg.func),
               ("nn.init", torch.nn.init, tg.nn.init), ("nn.utils", torch.nn.utils, tg.nn.utils),
               ("torch", torch, tg), ("utils.checkpoint", torch.utils.checkpoint, tg.utils.checkpoint),
-              ("random", torch.random, tg.random), ("autograd", torch.autograd, tg.autograd)]
+              ("random", torch.random, tg.random), ("autograd", torch.autograd, tg.autograd),
+              ("optim.swa_utils", torch.optim.swa_utils, tg.optim.swa_utils)]
 
 
 # where the contract (../shared/API.md) fixes another signature: the name, and why

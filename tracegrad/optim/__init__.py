@@ -1,5 +1,5 @@
 """Optimizers (PyTorch's ``torch.optim``): SGD, Adam, AdamW, NAdam, RAdam, Adamax, RMSprop,
-Adagrad, Adadelta, Rprop, ASGD, LBFGS, and ``lr_scheduler``.
+Adagrad, Adadelta, Rprop, ASGD, LBFGS, Adafactor, Muon, ``lr_scheduler`` and ``swa_utils``.
 
 >>> import tracegrad as tg
 >>> model = tg.nn.Linear(3, 1)
@@ -10,14 +10,16 @@ Adagrad, Adadelta, Rprop, ASGD, LBFGS, and ``lr_scheduler``.
 >>> model.weight.grad is None
 True
 """
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
+from .adafactor import Adafactor
 from .adam import Adam, AdamW
 from .adam_variants import Adamax, NAdam, RAdam
 from .lbfgs import LBFGS
+from .muon import Muon
 from .optimizer import Optimizer
 from .rmsprop import Adadelta, Adagrad, RMSprop
 from .rprop import ASGD, Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "NAdam", "RAdam", "Adamax", "RMSprop", "Adagrad",
-           "Adadelta", "Rprop", "ASGD", "LBFGS", "lr_scheduler"]
+           "Adadelta", "Rprop", "ASGD", "LBFGS", "Adafactor", "Muon", "lr_scheduler", "swa_utils"]

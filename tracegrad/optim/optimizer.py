@@ -44,6 +44,11 @@ def _typename(v):
 # state kind: (a scalar in the default dtype, else a tensor like the parameter; its start)
 _STATE_STARTS = {"step": (True, 0.0), "one": (True, 1.0), "lr": (True, "lr"),
                  "zeros": (False, 0.0), "lr_like": (False, "lr")}
+# zeros of a shape derived from the parameter's, for the parameters it applies to (None: not
+# this parameter): Adafactor's factored second moments
+_STATE_SHAPES = {"row_zeros": lambda s: (*s[:-1], 1) if len(s) > 1 else None,
+                 "col_zeros": lambda s: (*s[:-2], 1, s[-1]) if len(s) > 1 else None,
+                 "vector_zeros": lambda s: s if len(s) <= 1 else None}
 
 
 class _ParamGroup(dict):
@@ -163,12 +168,17 @@ class Optimizer:
         for p in group["params"]:
             st = self.state[p]
             for name, kind in self._state_spec(group).items():
-                if name in st:
+                if name in st or _STATE_SHAPES.get(kind, lambda s: ())(tuple(p.shape)) is None:
                     continue
                 if trace.current_tracer() is not None:
                     trace.graph_break(f"{type(self).__name__} state '{name}' allocated inside a "
                                       "compiled function (run one eager step or create the "
                                       "optimizer before compiling)")
+                if kind in _STATE_SHAPES:
+                    shape = _STATE_SHAPES[kind](tuple(p.shape))
+                    if shape is not None:
+                        st[name] = creation.zeros(shape, dtype=p.dtype)
+                    continue
                 scalar, value = _STATE_STARTS[kind]
                 value = float(group["lr"]) if value == "lr" else value
                 if scalar:
