@@ -1,5 +1,6 @@
-"""``tg.nn.utils``: gradient norms and clipping, flattening parameters and the older
-``weight_norm``, as ``torch.nn.utils``; ``tg.nn.utils.rnn``: padding variable-length sequences;
+"""``tg.nn.utils``: gradient norms and clipping, flattening parameters, the older hook-based
+``weight_norm`` and ``spectral_norm``, conv/linear + batch-norm fusion (``fusion``),
+``skip_init`` and ``stateless.functional_call``, as ``torch.nn.utils``; ``tg.nn.utils.rnn``: padding variable-length sequences;
 ``parametrize`` and ``parametrizations``: tensors computed from others (weight and spectral
 normalization).
 
@@ -20,7 +21,10 @@ from ... import composites as C
 from ... import functional as T
 from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
-from . import parametrizations, parametrize, rnn  # noqa: F401  (tg.nn.utils.rnn, ...)
+from . import fusion, parametrizations, parametrize, rnn, stateless  # noqa: F401  (tg.nn.utils.rnn, ...)
+from .fusion import (fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval,  # noqa: F401
+                     fuse_linear_bn_weights)
+from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: F401
 from .weight_norm import remove_weight_norm, weight_norm  # noqa: F401
 
 
@@ -104,3 +108,35 @@ def vector_to_parameters(vec, parameters):
             n = p.numel()
             p.copy_(T.reshape(T.narrow(vec, 0, start, n), tuple(p.shape)))
             start += n
+
+
+def skip_init(module_cls, *args, **kwargs):
+    """``module_cls(*args, **kwargs)`` whose parameters and buffers are left uninitialized, as
+    PyTorch's (here: zeroed after construction; the module must take a ``device`` argument, as
+    PyTorch requires)."""
+    import inspect
+
+    if "device" not in inspect.signature(module_cls).parameters:
+        raise RuntimeError("Module must support a 'device' arg to skip initialization")
+    module = module_cls(*args, **kwargs)
+    with no_grad():
+        for t in list(module.parameters()) + list(module.buffers()):
+            t.zero_()
+    return module
+
+
+def convert_conv2d_weight_memory_format(module, memory_format):
+    """The module itself: tracegrad tensors have one memory layout (contiguous, row-major),
+    so there is nothing to convert."""
+    return module
+
+
+convert_conv3d_weight_memory_format = convert_conv2d_weight_memory_format
+# PyTorch's submodules of these names, for code that imports the functions from them
+clip_grad = types.SimpleNamespace(clip_grad_norm_=clip_grad_norm_, clip_grad_norm=clip_grad_norm,
+                                  clip_grad_value_=clip_grad_value_, get_total_norm=get_total_norm,
+                                  clip_grads_with_norm_=clip_grads_with_norm_)
+convert_parameters = types.SimpleNamespace(parameters_to_vector=parameters_to_vector,
+                                           vector_to_parameters=vector_to_parameters)
+memory_format = types.SimpleNamespace(convert_conv2d_weight_memory_format=convert_conv2d_weight_memory_format,
+                                      convert_conv3d_weight_memory_format=convert_conv3d_weight_memory_format)
