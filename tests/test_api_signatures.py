@@ -8,6 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.func  # noqa: E402
+import torch.nn.utils.fusion  # noqa: E402
+import torch.nn.utils.prune  # noqa: E402
 import torch.optim.swa_utils  # noqa: E402
 import torch.utils.checkpoint  # noqa: E402
 
@@ -20,7 +22,9 @@ NAMESPACES = [("nn", torch.nn, tg.nn), ("nn.functional", torch.nn.functional, tg
               ("nn.init", torch.nn.init, tg.nn.init), ("nn.utils", torch.nn.utils, tg.nn.utils),
               ("torch", torch, tg), ("utils.checkpoint", torch.utils.checkpoint, tg.utils.checkpoint),
               ("random", torch.random, tg.random), ("autograd", torch.autograd, tg.autograd),
-              ("optim.swa_utils", torch.optim.swa_utils, tg.optim.swa_utils)]
+              ("optim.swa_utils", torch.optim.swa_utils, tg.optim.swa_utils),
+              ("nn.utils.prune", torch.nn.utils.prune, tg.nn.utils.prune),
+              ("nn.utils.fusion", torch.nn.utils.fusion, tg.nn.utils.fusion)]
 
 
 # where the contract (../shared/API.md) fixes another signature: the name, and why
