@@ -555,3 +555,57 @@ def test_roots_that_depend_on_each_other_and_repeat():
         return first, g
 
     run_both(prog, torch)
+
+
+def test_gradient_edges_as_inputs_and_outputs_like_pytorch():
+    from tracegrad.autograd.graph import GradientEdge, get_gradient_edge
+
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp()
+    edge = get_gradient_edge(y)
+    assert isinstance(edge, GradientEdge) and edge.node is y.grad_fn and edge.output_nr == 0
+    del y
+    z = (x.exp() * 3).sum()  # (a fresh use of x; the edge still names the first exp node)
+    (gx,) = tg.autograd.grad(z, get_gradient_edge(x), retain_graph=True)
+    np.testing.assert_allclose(gx.numpy(), 3 * np.exp([1.0, 2.0]), rtol=1e-6)
+    w = x * 3
+    (gw,) = tg.autograd.grad(get_gradient_edge(w), x, grad_outputs=tg.ones(2))
+    np.testing.assert_allclose(gw.numpy(), [3.0, 3.0])
+    with pytest.raises(RuntimeError, match="must be given in grad_outputs"):
+        tg.autograd.grad(get_gradient_edge(x * 2), x)
+    with pytest.raises(RuntimeError, match="does not require gradients"):
+        get_gradient_edge(tg.ones(2))
+    x.grad = None
+    (x * x).sum().backward(inputs=[get_gradient_edge(x)])
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+
+
+def test_gradient_edge_of_a_non_leaf_receives_its_incoming_gradient():
+    torch = pytest.importorskip("torch")
+    for lib in (tg, torch):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x.exp()
+        edge = lib.autograd.graph.get_gradient_edge(y)
+        (g,) = lib.autograd.grad((y * y).sum(), edge)
+        if lib is tg:
+            got = g.numpy()
+        else:
+            want = g.numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_legacy_variable_multithreading_and_increment_version():
+    v = tg.autograd.Variable(tg.ones(2), requires_grad=True)
+    assert v.requires_grad and isinstance(tg.zeros(1), tg.autograd.Variable)
+    with pytest.raises(TypeError, match="has to be a tensor"):
+        tg.autograd.Variable([1.0])
+    assert tg.autograd.is_multithreading_enabled()
+    with tg.autograd.set_multithreading_enabled(False):
+        assert not tg.autograd.is_multithreading_enabled()
+    assert tg.autograd.is_multithreading_enabled()
+    a = tg.ones(2, requires_grad=True)
+    b = a * 1
+    y = (b * b).sum()
+    tg.autograd.graph.increment_version(b)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()

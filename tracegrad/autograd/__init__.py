@@ -8,8 +8,11 @@ from .function import Function
 from . import forward_ad, functional, profiler
 from .anomaly import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
                       set_detect_anomaly)
+from . import anomaly as anomaly_mode  # (PyTorch's module name)
+from .legacy import Variable, is_multithreading_enabled, set_multithreading_enabled
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
            "graph", "grad_mode", "gradcheck", "gradgradcheck", "GradcheckError",
            "Function", "function", "forward_ad", "functional", "profiler", "detect_anomaly",
-           "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+           "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "Variable",
+           "is_multithreading_enabled", "set_multithreading_enabled", "anomaly_mode"]

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..ir import trace
 from . import forward_ad, grad_mode
-from .graph import AccumulateGrad, gradient_edge
+from .graph import AccumulateGrad, GradientEdge, gradient_edge
 
 
 def _as_tuple(x):
@@ -30,7 +30,7 @@ def _as_tuple(x):
 
     if x is None:
         return None
-    if isinstance(x, Tensor):
+    if isinstance(x, (Tensor, GradientEdge)):
         return (x,)
     return tuple(x)
 
@@ -50,6 +50,12 @@ def _root_grads(outputs, grad_outputs):
         )
     result = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if isinstance(out, GradientEdge):
+            if not isinstance(g, Tensor):
+                raise RuntimeError(f"output {i} is a GradientEdge: its gradient must be given in grad_outputs "
+                                   "(an edge has no shape to make one from)")
+            result.append(g)
+            continue
         if not isinstance(out, Tensor):
             raise TypeError(f"tensors must be Tensors, but element {i} is {type(out).__name__}")
         if g is None:
@@ -230,6 +236,12 @@ def _capture_edges(inputs, accumulate):
     """(node, input_nr) -> positions in ``inputs`` whose gradient arrives at that edge."""
     capture = {}
     for pos, t in enumerate(inputs or ()):
+        if isinstance(t, GradientEdge):
+            if accumulate and not isinstance(t.node, AccumulateGrad):
+                raise RuntimeError("backward(inputs=...) takes the GradientEdge of a leaf (its gradient is "
+                                   "accumulated into the leaf's .grad); use autograd.grad for other edges")
+            capture.setdefault((t.node, t.output_nr), []).append(pos)
+            continue
         if accumulate:
             # backward(inputs=[non-leaf]) fills its .grad the way retain_grad does (as PyTorch)
             t.retain_grad()

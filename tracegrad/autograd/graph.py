@@ -236,9 +236,54 @@ class Node:
         return f"<{self.name()} object at {hex(id(self))}>"
 
 
+class GradientEdge(tuple):
+    """Where a gradient enters the graph: ``node`` (a grad_fn or a leaf's AccumulateGrad) and
+    which of its outputs, ``output_nr`` (PyTorch's ``torch.autograd.graph.GradientEdge``).
+    ``autograd.grad`` and ``backward`` take one wherever they take a tensor, as ``inputs``
+    (the gradient arriving there) or as an output (with its ``grad_outputs`` given)."""
+
+    __slots__ = ()
+
+    def __new__(cls, node, output_nr, ownership_token=None):
+        return tuple.__new__(cls, (node, output_nr, ownership_token))
+
+    node = property(lambda self: self[0])
+    output_nr = property(lambda self: self[1])
+    ownership_token = property(lambda self: self[2])
+
+    def __repr__(self):
+        return f"GradientEdge(node={self.node!r}, output_nr={self.output_nr}, ownership_token=None)"
+
+
+def get_gradient_edge(tensor):
+    """The ``GradientEdge`` of ``tensor``: usable after the tensor itself is gone.
+
+    >>> import tracegrad as tg
+    >>> x = tg.ones(2, requires_grad=True)
+    >>> y = x.exp()
+    >>> edge = get_gradient_edge(y)
+    >>> tg.autograd.grad((y * 2).sum(), edge)
+    (tensor([2., 2.]),)
+    """
+    edge = gradient_edge(tensor)
+    if edge is None:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require "
+                           "gradients")
+    return GradientEdge(*edge)
+
+
+def increment_version(tensor):
+    """Bump the version counter of ``tensor`` (as an in-place write does), so that saved uses
+    of it are refused by backward; for writes made behind autograd's back."""
+    for t in ([tensor] if not isinstance(tensor, (list, tuple)) else tensor):
+        t._vc.value += 1
+
+
 def gradient_edge(tensor):
     """The (node, input_nr) a gradient for ``tensor`` flows into: its grad_fn or its
-    AccumulateGrad node (leaves that require grad), or None."""
+    AccumulateGrad node (leaves that require grad), or None. A ``GradientEdge`` is its own."""
+    if isinstance(tensor, GradientEdge):
+        return (tensor.node, tensor.output_nr)
     if not tensor.requires_grad:
         return None
     fn = tensor.grad_fn
