@@ -35,6 +35,7 @@ from ... import creation, dtypes
 from ... import functional as T
 from ...ir import trace
 from ...tensor import Tensor
+from .._known import known_values
 from ..functional import pad
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence",
@@ -113,12 +114,12 @@ def _concrete_ints(values, what, name):
         if values.ndim != 1:
             raise RuntimeError(f"{what}: '{name}' should be a 1D int64 tensor, but got a {values.ndim}D "
                                f"{values.dtype} tensor")
-        known = getattr(values._value, "is_constant", False) and values._value.data is not None
-        if trace.current_tracer() is not None and not known:
+        known = known_values(values)
+        if known is None:
             trace.graph_break(f"{what}: the packed layout needs the values of '{name}', which are not "
                               "known while tracing (a tensor passed to the compiled function); pack "
                               "inside the function, with the lengths as Python ints or a tensor made there")
-        return [int(v) for v in values.tolist()]
+        return [int(v) for v in known.tolist()]
     values = list(values)
     if not all(isinstance(v, (int, np.integer)) for v in values):
         raise RuntimeError(f"{what}: '{name}' should be a 1D tensor or a list of ints, got {values!r}")
