@@ -17,7 +17,7 @@ from .conv import (AvgPool1d, AvgPool2d, AvgPool3d, Conv1d, Conv2d, Conv3d, Conv
                    MaxPool2d, MaxPool3d)
 from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, LogSoftmax,
                      ReLU, Sigmoid, Softmax, Tanh, Unflatten)
-from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, HuberLoss, L1Loss, MSELoss,
                    MultiLabelMarginLoss, MultiMarginLoss, NLLLoss, SmoothL1Loss,
                    TripletMarginWithDistanceLoss)
 from .layers_more import (LAYERS_MORE, CELU, SELU, AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa: F401
@@ -49,7 +49,7 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "Embedding", "Conv1d", "Conv2d",
            "Conv3d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d",
            "AvgPool3d", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss",
-           "BCELoss", "BCEWithLogitsLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
+           "BCELoss", "BCEWithLogitsLoss", "CTCLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
            "TripletMarginWithDistanceLoss", *PADDING_MODULES, *LAYERS_MORE, *LAYERS_EXTRA, "RNN",
            "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
            "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",

@@ -949,3 +949,8 @@ from .functional_extra import *  # noqa: E402,F401,F403  (norms, dropouts, in-pl
 from .functional_extra import __all__ as _extra  # noqa: E402
 
 __all__ += _extra
+
+from .losses_ctc import *  # noqa: E402,F401,F403  (ctc_loss)
+from .losses_ctc import __all__ as _ctc  # noqa: E402
+
+__all__ += _ctc
