@@ -13,8 +13,8 @@ from . import functional, init, utils
 from .activation import ELU, GLU, Hardtanh, LeakyReLU, LogSigmoid, Mish, SiLU, Softplus, Softsign
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import (AvgPool1d, AvgPool2d, AvgPool3d, Conv1d, Conv2d, Conv3d, ConvTranspose2d, MaxPool1d,
-                   MaxPool2d, MaxPool3d)
+from .conv import (AvgPool1d, AvgPool2d, AvgPool3d, Conv1d, Conv2d, Conv3d, ConvTranspose2d, ConvTranspose3d,
+                   MaxPool1d, MaxPool2d, MaxPool3d)
 from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, LogSoftmax,
                      ReLU, Sigmoid, Softmax, Tanh, Unflatten)
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, HuberLoss, L1Loss, MSELoss,
@@ -47,8 +47,8 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "ReLU", "Tanh", "Sigmoid", "GELU", "SiLU", "Softplus", "LeakyReLU", "ELU", "Mish",
            "Hardtanh", "LogSigmoid", "Softsign", "GLU", "Softmax", "LogSoftmax", "Dropout", "LayerNorm",
            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "Embedding", "Conv1d", "Conv2d",
-           "Conv3d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d",
-           "AvgPool3d", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss",
+           "Conv3d", "ConvTranspose2d", "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "MaxPool3d",
+           "AvgPool1d", "AvgPool2d", "AvgPool3d", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss",
            "BCELoss", "BCEWithLogitsLoss", "CTCLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
            "TripletMarginWithDistanceLoss", *PADDING_MODULES, *LAYERS_MORE, *LAYERS_EXTRA, "RNN",
            "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",

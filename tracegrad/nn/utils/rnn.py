@@ -15,8 +15,9 @@ one ``index_select`` with a constant index each, so gradients flow to the packed
 tensor([[1., 1., 0.],
         [1., 1., 1.]])
 >>> packed = pack_sequence([tg.tensor([1, 2, 3]), tg.tensor([4, 5]), tg.tensor([6])])
->>> packed
-PackedSequence(data=tensor([1, 4, 6, 2, 5, 3]), batch_sizes=tensor([3, 2, 1]), sorted_indices=None, unsorted_indices=None)
+>>> packed  # doctest: +NORMALIZE_WHITESPACE
+PackedSequence(data=tensor([1, 4, 6, 2, 5, 3]), batch_sizes=tensor([3, 2, 1]),
+               sorted_indices=None, unsorted_indices=None)
 >>> padded, lengths = pad_packed_sequence(packed, batch_first=True)
 >>> padded
 tensor([[1, 2, 3],
@@ -144,7 +145,9 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     >>> from tracegrad.nn.utils.rnn import pack_padded_sequence
     >>> seq = tg.tensor([[1, 2, 0], [3, 0, 0], [4, 5, 6]])
     >>> pack_padded_sequence(seq, [2, 1, 3], batch_first=True, enforce_sorted=False)
-    PackedSequence(data=tensor([4, 1, 3, 5, 2, 6]), batch_sizes=tensor([3, 2, 1]), sorted_indices=tensor([2, 0, 1]), unsorted_indices=tensor([1, 2, 0]))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    PackedSequence(data=tensor([4, 1, 3, 5, 2, 6]), batch_sizes=tensor([3, 2, 1]),
+                   sorted_indices=tensor([2, 0, 1]), unsorted_indices=tensor([1, 2, 0]))
     """
     lengths = _concrete_ints(lengths, "pack_padded_sequence", "lengths")
     if input.ndim < 2:
