@@ -298,9 +298,9 @@ class _ConvTransposeNd(Module):
             self.bias = Parameter(creation.empty(out_channels, dtype=dtype))
         else:
             self.register_parameter("bias", None)
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            _uniform_bias(self.bias, self.weight)
+        self.reset_parameters()
+
+    reset_parameters = Conv2d.reset_parameters
 
     def forward(self, input, output_size=None):
         return type(self)._functional(input, self.weight, self.bias, self.stride, self.padding,
