@@ -32,6 +32,9 @@ from .layers_extra import (LAYERS_EXTRA, AdaptiveMaxPool1d, AdaptiveMaxPool2d, A
                            EmbeddingBag, FeatureAlphaDropout, Fold, LocalResponseNorm, LPPool1d, LPPool2d,
                            MaxUnpool1d, MaxUnpool2d, RMSNorm, RReLU, Softmax2d, Unfold,
                            UpsamplingBilinear2d, UpsamplingNearest2d)
+from .lazy import (LAZY_MODULES, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d,  # noqa: F401
+                   LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d,
+                   LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear)
 from .module import Module
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
@@ -40,9 +43,10 @@ from .padding import (PADDING_MODULES, CircularPad1d, CircularPad2d, CircularPad
                       ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
                       ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
                       ZeroPad3d)
-from .parameter import Parameter
+from .parameter import Parameter, UninitializedBuffer, UninitializedParameter
 
-__all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "ModuleList",
+__all__ = ["functional", "init", "utils", "Module", "Parameter", "UninitializedParameter",
+           "UninitializedBuffer", "Sequential", "ModuleList",
            "ModuleDict", "ParameterList", "ParameterDict", "Linear", "Identity", "Flatten", "Unflatten",
            "ReLU", "Tanh", "Sigmoid", "GELU", "SiLU", "Softplus", "LeakyReLU", "ELU", "Mish",
            "Hardtanh", "LogSigmoid", "Softsign", "GLU", "Softmax", "LogSoftmax", "Dropout", "LayerNorm",
@@ -53,4 +57,4 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "TripletMarginWithDistanceLoss", *PADDING_MODULES, *LAYERS_MORE, *LAYERS_EXTRA, "RNN",
            "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
            "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
-           "TransformerDecoder", "Transformer"]
+           "TransformerDecoder", "Transformer", *LAZY_MODULES]
