@@ -64,9 +64,12 @@ def _rows(state, start, stop):
 
 
 def _joined(*states):
+    """The states (h, or (h, c)) of consecutive groups of sequences, as one."""
+    if len(states) == 1:
+        return states[0]
     if isinstance(states[0], tuple):
-        return tuple(T.cat(parts, 0) for parts in zip(*states)) if len(states) > 1 else states[0]
-    return T.cat(states, 0) if len(states) > 1 else states[0]
+        return tuple(T.cat(parts, 0) for parts in zip(*states))
+    return T.cat(states, 0)
 
 
 def _run_direction(mode, inputs, state, w_hh, b_hh, w_hr, reverse):

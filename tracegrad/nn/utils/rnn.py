@@ -118,8 +118,9 @@ def _concrete_ints(values, what, name):
         known = known_values(values)
         if known is None:
             trace.graph_break(f"{what}: the packed layout needs the values of '{name}', which are not "
-                              "known while tracing (a tensor passed to the compiled function); pack "
-                              "inside the function, with the lengths as Python ints or a tensor made there")
+                              "known while tracing (an argument of the compiled function, or a tensor it "
+                              "reads from outside); pack inside the function, with the lengths as Python "
+                              "ints or a tensor made there")
         return [int(v) for v in known.tolist()]
     values = list(values)
     if not all(isinstance(v, (int, np.integer)) for v in values):
