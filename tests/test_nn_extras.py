@@ -110,6 +110,14 @@ FUNCTIONAL = {
                                                             padding=1, output_padding=1), [X, W24]),
     "conv_transpose1d-groups": (lambda F, x, w: F.conv_transpose1d(x.reshape(2, 12), w.reshape(2, 3, 4), groups=2,
                                                                    dilation=2), [X, W24]),
+    "conv_transpose3d": (lambda F, x, w: F.conv_transpose3d(x.reshape(1, 2, 3, 2, 2), w.reshape(2, 3, 2, 2, 1), w[0, :3],
+                                                            stride=(2, 1, 3), padding=(1, 0, 1), output_padding=(1, 0, 2)),
+                         [X, W24]),
+    "conv_transpose3d-groups": (lambda F, x, w: F.conv_transpose3d(x.reshape(2, 2, 1, 3, 2), w.reshape(2, 1, 3, 2, 2),
+                                                                   groups=2, dilation=(2, 1, 2), padding=1), [X, W24]),
+    "conv_transpose3d-unbatched": (lambda F, x, w: F.conv_transpose3d(x.reshape(2, 3, 2, 2), w.reshape(2, 3, 1, 2, 2),
+                                                                      stride=3, padding=2, output_padding=2,
+                                                                      dilation=2), [X, W24]),
     "unfold-unbatched": (lambda F, x: F.unfold(x.reshape(1, 4, 6), (2, 3), padding=1, stride=(1, 2)), [X]),
     "fold-unbatched": (lambda F, x: F.fold(x.reshape(6, 4), (3, 4), (2, 3)), [X]),
     "rrelu-eval": (lambda F, x: F.rrelu(x, 0.1, 0.3), [EDGES]),
@@ -472,6 +480,7 @@ def test_attention_dropout_zeroes_weights_as_dropout_does():
     ("UpsamplingNearest2d", (None, 2)), ("UpsamplingBilinear2d", ((3, 4),)), ("AdaptiveMaxPool1d", (3,)),
     ("AdaptiveMaxPool2d", ((2, None), True)), ("LPPool1d", (2, 3)), ("LPPool2d", (1.5, (2, 3), 1, True)),
     ("ConvTranspose1d", (2, 3, 4, 2)), ("ConvTranspose1d", (2, 4, 3, 1, 1, 0, 2, False, 2)),
+    ("ConvTranspose3d", (2, 3, 4, 2)), ("ConvTranspose3d", (2, 4, (3, 1, 2), 1, (1, 0, 0), 0, 2, False, 2)),
     ("EmbeddingBag", (10, 3)), ("RReLU", ()), ("RReLU", (0.1, 0.2, True)), ("BatchNorm3d", (3,)),
     ("BatchNorm1d", (3, 1e-3, None, True, False)), ("InstanceNorm3d", (3,)), ("AdaptiveAvgPool3d", ((2, None, 3),)),
     ("AdaptiveMaxPool3d", (2,)), ("MaxUnpool2d", (2,)), ("FeatureAlphaDropout", ()), ("Dropout3d", ())])
@@ -565,12 +574,15 @@ def test_inplace_activations_write_their_input_as_torch(name, args):
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
 
 
-# layers of layers_extra.py: (constructor args, input builder from the library); torch's layer
-# is loaded with ours' state dict, then outputs and gradients of the first input compared
+# layers of layers_extra.py and others: (constructor args, input builder from the library);
+# torch's layer is loaded with ours' state dict, then outputs and gradients of the first input
+# compared
 EXTRA_LAYERS = {
     "RMSNorm": ((6,), lambda L: [L.tensor(X)]),
     "Bilinear": ((2, 3, 4), lambda L: [L.tensor(X[:, :2], requires_grad=True), L.tensor(Y01[:, :3])]),
     "ConvTranspose1d": ((2, 4, 3, 2, 1, 1), lambda L: [L.tensor(X.reshape(2, 2, 6), requires_grad=True)]),
+    "ConvTranspose3d": ((2, 4, (2, 3, 2), (2, 1, 2), (0, 1, 1), (1, 0, 0), 2, True, (1, 1, 2)),
+                        lambda L: [L.tensor(X.reshape(2, 2, 3, 2, 1), requires_grad=True)]),
     "EmbeddingBag": ((5, 3, None, 2.0, False, "max", False, None, False, 2),
                      lambda L: [L.tensor(BAG_IDX), L.tensor(BAG_OFF)]),
     "Softmax2d": ((), lambda L: [L.tensor(X.reshape(2, 3, 4), requires_grad=True)]),
@@ -797,7 +809,8 @@ def test_margin_loss_modules_options_match_torch():
 
 @pytest.mark.parametrize("name, shape, output_size", [
     ("ConvTranspose1d", (2, 4, 5), [14]), ("ConvTranspose1d", (4, 5), (4, 15)),
-    ("ConvTranspose2d", (2, 4, 5, 3), (2, 6, 13, 8)), ("ConvTranspose2d", (4, 5, 3), [15, 9])], ids=str)
+    ("ConvTranspose2d", (2, 4, 5, 3), (2, 6, 13, 8)), ("ConvTranspose2d", (4, 5, 3), [15, 9]),
+    ("ConvTranspose3d", (1, 4, 2, 3, 2), (1, 6, 6, 8, 5)), ("ConvTranspose3d", (4, 2, 1, 2), [4, 2, 6])], ids=str)
 def test_transposed_convolutions_take_an_output_size_as_torchs(name, shape, output_size):
     tg.manual_seed(0)
     ours, theirs = getattr(tg.nn, name)(4, 6, 3, stride=3, padding=1), getattr(torch.nn, name)(4, 6, 3, stride=3, padding=1)

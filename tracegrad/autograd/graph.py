@@ -30,6 +30,15 @@ class RemovableHandle:
         if hooks is not None:
             hooks.pop(self.id, None)
 
+    # a copy (deepcopy, pickle) refers to the copy of its dict, not to the original's: a module
+    # copied with a handle it keeps (a lazy module's) then removes its own hook
+    def __getstate__(self):
+        return self._hooks(), self.id
+
+    def __setstate__(self, state):
+        hooks, self.id = state
+        self._hooks = weakref.ref(hooks) if _weakrefable(hooks) else (lambda: hooks)
+
     def __enter__(self):
         return self
 

@@ -239,3 +239,16 @@ def tracing(tracer):
         yield tracer
     finally:
         _state.tracer = prev
+
+
+@contextlib.contextmanager
+def paused():
+    """Run the block eagerly even inside a trace: its ops execute on concrete tensors and are
+    not recorded. For work that must happen once, when the function is first traced, and not
+    at every run of the program (a lazy module creating and initialising its parameters)."""
+    prev = current_tracer()
+    _state.tracer = None
+    try:
+        yield
+    finally:
+        _state.tracer = prev

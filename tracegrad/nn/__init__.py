@@ -13,11 +13,11 @@ from . import functional, init, utils
 from .activation import ELU, GLU, Hardtanh, LeakyReLU, LogSigmoid, Mish, SiLU, Softplus, Softsign
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import (AvgPool1d, AvgPool2d, AvgPool3d, Conv1d, Conv2d, Conv3d, ConvTranspose2d, MaxPool1d,
-                   MaxPool2d, MaxPool3d)
+from .conv import (AvgPool1d, AvgPool2d, AvgPool3d, Conv1d, Conv2d, Conv3d, ConvTranspose2d, ConvTranspose3d,
+                   MaxPool1d, MaxPool2d, MaxPool3d)
 from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, LogSoftmax,
                      ReLU, Sigmoid, Softmax, Tanh, Unflatten)
-from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, HuberLoss, L1Loss, MSELoss,
                    MultiLabelMarginLoss, MultiMarginLoss, NLLLoss, SmoothL1Loss,
                    TripletMarginWithDistanceLoss)
 from .layers_more import (LAYERS_MORE, CELU, SELU, AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa: F401
@@ -32,6 +32,9 @@ from .layers_extra import (LAYERS_EXTRA, AdaptiveMaxPool1d, AdaptiveMaxPool2d, A
                            EmbeddingBag, FeatureAlphaDropout, Fold, LocalResponseNorm, LPPool1d, LPPool2d,
                            MaxUnpool1d, MaxUnpool2d, RMSNorm, RReLU, Softmax2d, Unfold,
                            UpsamplingBilinear2d, UpsamplingNearest2d)
+from .lazy import (LAZY_MODULES, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d,  # noqa: F401
+                   LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d,
+                   LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear)
 from .module import Module
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
@@ -40,17 +43,18 @@ from .padding import (PADDING_MODULES, CircularPad1d, CircularPad2d, CircularPad
                       ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
                       ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
                       ZeroPad3d)
-from .parameter import Parameter
+from .parameter import Parameter, UninitializedBuffer, UninitializedParameter
 
-__all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "ModuleList",
+__all__ = ["functional", "init", "utils", "Module", "Parameter", "UninitializedParameter",
+           "UninitializedBuffer", "Sequential", "ModuleList",
            "ModuleDict", "ParameterList", "ParameterDict", "Linear", "Identity", "Flatten", "Unflatten",
            "ReLU", "Tanh", "Sigmoid", "GELU", "SiLU", "Softplus", "LeakyReLU", "ELU", "Mish",
            "Hardtanh", "LogSigmoid", "Softsign", "GLU", "Softmax", "LogSoftmax", "Dropout", "LayerNorm",
            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "Embedding", "Conv1d", "Conv2d",
-           "Conv3d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d",
-           "AvgPool3d", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss",
-           "BCELoss", "BCEWithLogitsLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
+           "Conv3d", "ConvTranspose2d", "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "MaxPool3d",
+           "AvgPool1d", "AvgPool2d", "AvgPool3d", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss",
+           "BCELoss", "BCEWithLogitsLoss", "CTCLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
            "TripletMarginWithDistanceLoss", *PADDING_MODULES, *LAYERS_MORE, *LAYERS_EXTRA, "RNN",
            "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
            "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
-           "TransformerDecoder", "Transformer"]
+           "TransformerDecoder", "Transformer", *LAZY_MODULES]

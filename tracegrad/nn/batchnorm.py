@@ -12,38 +12,54 @@ tensor([0.2000, 0.2000, 0.2000])
 """
 from __future__ import annotations
 
-from .. import creation
+from .. import creation, dtypes
 from ..autograd.grad_mode import no_grad
 from . import functional as F
+from . import init
 from .module import Module
 from .parameter import Parameter
 
 
-class _BatchNorm(Module):
-    expected_dims = ()
+class _NormBase(Module):
+    """What batch and instance normalisation share (PyTorch's ``_NormBase``): an affine weight
+    (ones) and bias (zeros) per channel, running statistics (mean zeros, variance ones, a batch
+    count) when tracked, and their resets."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  device=None, dtype=None, *, bias=True):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(creation.ones(num_features, dtype=dtype))
-            if bias:
-                self.bias = Parameter(creation.zeros(num_features, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", creation.zeros(num_features, dtype=dtype))
-            self.register_buffer("running_var", creation.ones(num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", creation.tensor(0))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        self.register_parameter("weight", Parameter(creation.empty(num_features, dtype=dtype)) if affine else None)
+        self.register_parameter("bias", Parameter(creation.empty(num_features, dtype=dtype))
+                                if affine and bias else None)
+        for name, value in (("running_mean", creation.empty(num_features, dtype=dtype)),
+                            ("running_var", creation.empty(num_features, dtype=dtype)),
+                            ("num_batches_tracked", creation.tensor(0, dtype=dtypes.int64))):
+            self.register_buffer(name, value if track_running_stats else None)
+        self.reset_parameters()
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1.0)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    expected_dims = ()
 
     def reset_running_stats(self):
         """Running mean 0, running variance 1, no batches tracked."""
@@ -83,9 +99,6 @@ class _BatchNorm(Module):
                             self.running_var if keep else None, self.weight, self.bias, use_batch,
                             momentum, self.eps)
 
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):

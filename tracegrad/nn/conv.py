@@ -1,4 +1,5 @@
-"""Conv2d, MaxPool2d, AvgPool2d (NCHW) and their 1-D forms (NCL), with PyTorch's arguments,
+"""Conv2d, MaxPool2d, AvgPool2d (NCHW), their 1-D (NCL) and 3-D (NCDHW) forms, and the
+transposed convolutions ConvTranspose2d and ConvTranspose3d, with PyTorch's arguments,
 initialisation and repr.
 
 >>> import tracegrad as tg
@@ -276,7 +277,7 @@ class _ConvTransposeNd(Module):
     C_out/groups, *kernel)``; ``forward`` takes an ``output_size`` as PyTorch's."""
 
     dims = 2
-    _functional = None  # F.conv_transpose1d / 2d
+    _functional = None  # F.conv_transpose1d / 2d / 3d
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
                  groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
@@ -297,9 +298,9 @@ class _ConvTransposeNd(Module):
             self.bias = Parameter(creation.empty(out_channels, dtype=dtype))
         else:
             self.register_parameter("bias", None)
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            _uniform_bias(self.bias, self.weight)
+        self.reset_parameters()
+
+    reset_parameters = Conv2d.reset_parameters
 
     def forward(self, input, output_size=None):
         return type(self)._functional(input, self.weight, self.bias, self.stride, self.padding,
@@ -322,3 +323,10 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     dims = 2
     _functional = staticmethod(F.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """The transpose of Conv3d, weight ``(C_in, C_out/groups, kD, kH, kW)``."""
+
+    dims = 3
+    _functional = staticmethod(F.conv_transpose3d)

@@ -949,3 +949,13 @@ from .functional_extra import *  # noqa: E402,F401,F403  (norms, dropouts, in-pl
 from .functional_extra import __all__ as _extra  # noqa: E402
 
 __all__ += _extra
+
+from .losses_ctc import *  # noqa: E402,F401,F403  (ctc_loss)
+from .losses_ctc import __all__ as _ctc  # noqa: E402
+
+__all__ += _ctc
+
+from .functional_conv_transpose import *  # noqa: E402,F401,F403  (conv_transpose3d)
+from .functional_conv_transpose import __all__ as _conv_transpose  # noqa: E402
+
+__all__ += _conv_transpose

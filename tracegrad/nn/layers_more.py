@@ -11,9 +11,9 @@ from __future__ import annotations
 import inspect
 
 from .. import creation
-from .. import dtypes as _dt
 from . import functional as F
 from .activation import _activation
+from .batchnorm import _NormBase
 from .loss import _Loss
 from .module import Module
 from .parameter import Parameter
@@ -213,7 +213,7 @@ class CosineSimilarity(Module):
         return F.cosine_similarity(x1, x2, self.dim, self.eps)
 
 
-class _InstanceNorm(Module):
+class _InstanceNorm(_NormBase):
     """Each channel of each sample normalised over its spatial dims; ``affine`` adds a
     per-channel weight (ones) and bias (zeros); ``track_running_stats`` keeps running averages
     of the statistics (updated in training, used in eval), as PyTorch's."""
@@ -222,24 +222,8 @@ class _InstanceNorm(Module):
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
                  device=None, dtype=None, bias=True):
-        super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        self._has_bias = affine and bias
-        if affine:
-            self.weight = Parameter(creation.ones(num_features, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-        if self._has_bias:
-            self.bias = Parameter(creation.zeros(num_features, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        if track_running_stats:  # (num_batches_tracked is kept, as PyTorch's, though never counted)
-            self.register_buffer("running_mean", creation.zeros(num_features, dtype=dtype))
-            self.register_buffer("running_var", creation.ones(num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", creation.tensor(0, dtype=_dt.int64))
-        else:
-            self.running_mean = self.running_var = self.num_batches_tracked = None
+        # (num_batches_tracked is kept, as PyTorch's, though never counted)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, input):
         if input.ndim not in (self.dims + 1, self.dims + 2):
@@ -250,10 +234,6 @@ class _InstanceNorm(Module):
                               self.training or not self.track_running_stats,
                               self.momentum if self.momentum is not None else 0.0, self.eps)
         return out.squeeze(0) if unbatched else out
-
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"bias={self._has_bias}, track_running_stats={self.track_running_stats}")
 
 
 class InstanceNorm1d(_InstanceNorm):

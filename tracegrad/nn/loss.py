@@ -1,5 +1,5 @@
 """Loss modules: MSELoss, L1Loss, SmoothL1Loss, HuberLoss, CrossEntropyLoss, NLLLoss, BCELoss,
-BCEWithLogitsLoss, MultiMarginLoss, MultiLabelMarginLoss, TripletMarginWithDistanceLoss
+BCEWithLogitsLoss, MultiMarginLoss, MultiLabelMarginLoss, TripletMarginWithDistanceLoss, CTCLoss
 (PyTorch's arguments).
 
 >>> import tracegrad as tg
@@ -168,3 +168,17 @@ class TripletMarginWithDistanceLoss(_Loss):
                                                    distance_function=self.distance_function,
                                                    margin=self.margin, swap=self.swap,
                                                    reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """``F.ctc_loss`` (Connectionist Temporal Classification) with ``blank``, ``reduction``
+    and ``zero_infinity``; called as ``loss(log_probs, targets, input_lengths,
+    target_lengths)``."""
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                          self.zero_infinity)

@@ -30,7 +30,7 @@ import numpy as np
 from ..autograd.grad_mode import no_grad
 from ..autograd.graph import RemovableHandle
 from ..tensor import Tensor
-from .parameter import Parameter
+from .parameter import Parameter, is_lazy
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -416,16 +416,17 @@ class Module:
         ``keep_vars=True``)."""
         if destination is None:
             destination = OrderedDict()
-        for name, p in self._parameters.items():
-            if p is not None:
-                destination[prefix + name] = p if keep_vars else p.detach()
-        for name, b in self._buffers.items():
-            if b is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = b if keep_vars else b.detach()
+        self._save_to_state_dict(destination, prefix, keep_vars)
         for name, child in self._modules.items():
             if child is not None:
                 child.state_dict(destination, prefix + name + ".", keep_vars)
         return destination
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        """This module's own entries (not its children's) into ``destination``; a lazy module
+        keeps its uninitialized placeholders as they are (they have no data to detach)."""
+        for name, t in self._local_state().items():
+            destination[prefix + name] = t if keep_vars or is_lazy(t) else t.detach()
 
     def _local_state(self):
         buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
@@ -499,6 +500,8 @@ def _load_one(module, name, key, target, value, assign):
     if not isinstance(value, Tensor):
         return (f'While copying the parameter named "{key}", expected a tracegrad Tensor or '
                 f"ndarray from checkpoint but received {type(value)}")
+    if is_lazy(target):  # (still uninitialized: the value is too, or the lazy load hook made it)
+        return None
     if tuple(value.shape) != tuple(target.shape):
         return (f"size mismatch for {key}: copying a param with shape {value.shape} from "
                 f"checkpoint, the shape in current model is {target.shape}.")
@@ -514,6 +517,8 @@ def _load_one(module, name, key, target, value, assign):
 
 def _zero_grad(p, set_to_none):
     """PyTorch's rule for one tensor: drop the grad, or detach it and zero it in place."""
+    if is_lazy(p):  # (not materialized yet: no gradient to reset, and no data a trace could read)
+        return
     if set_to_none:
         p.grad = None  # without reading it first: a compiled step then needs no guard on it
         return

@@ -3,6 +3,8 @@
 cells ``RNNCell``, ``LSTMCell``, ``GRUCell``. The input projection of every time step is one
 matrix product per layer and direction; the recurrence is a Python loop, which a compiled
 function unrolls into one program (a fixed sequence length per program, as any shape).
+The layers also take a ``PackedSequence`` (``tg.nn.utils.rnn``) and return one: each step then
+runs on the sequences that reach it, and the final states are each sequence's own last.
 
 >>> import tracegrad as tg
 >>> _ = tg.manual_seed(0)
@@ -21,6 +23,7 @@ from . import functional as F
 from . import init
 from .module import Module
 from .parameter import Parameter
+from .utils.rnn import PackedSequence, _concrete_ints
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -53,6 +56,50 @@ def _step(mode, gi, state, w_hh, b_hh):
     if mode == "GRU":
         return _gru_step(gi, state, w_hh, b_hh)
     return _rnn_step(mode, gi, state, w_hh, b_hh)
+
+
+def _rows(state, start, stop):
+    """Rows ``start:stop`` (sequences of the batch) of h, or of both h and c."""
+    return tuple(s[start:stop] for s in state) if isinstance(state, tuple) else state[start:stop]
+
+
+def _joined(*states):
+    """The states (h, or (h, c)) of consecutive groups of sequences, as one."""
+    if len(states) == 1:
+        return states[0]
+    if isinstance(states[0], tuple):
+        return tuple(T.cat(parts, 0) for parts in zip(*states))
+    return T.cat(states, 0)
+
+
+def _run_direction(mode, inputs, state, w_hh, b_hh, w_hr, reverse):
+    """One layer and direction over the time steps' projected inputs (each ``(sequences at
+    that step, gates)``) from ``state`` (h, or (h, c) for LSTM, of the whole batch): the
+    outputs of every step and the final state, each sequence's at its own last step.
+
+    A packed batch (sequences sorted longest first) shrinks over time: going forward, the
+    sequences that end leave it with their final state; in reverse they join it as their
+    first step comes, with their initial state. Padded input has the whole batch at every step,
+    and then nothing is sliced."""
+    order = range(len(inputs) - 1, -1, -1) if reverse else range(len(inputs))
+    outputs, ended, current = [None] * len(inputs), [], state
+    for t in order:
+        n, have = inputs[t].shape[0], _batch_of(current)
+        if n < have:  # (in reverse only before the first step: the batch then grows)
+            if not reverse:
+                ended.append(_rows(current, n, have))
+            current = _rows(current, 0, n)
+        elif n > have:
+            current = _joined(current, _rows(state, have, n))
+        current = _step(mode, inputs[t], current, w_hh, b_hh)
+        if w_hr is not None:  # (LSTM with proj_size: h = (o * tanh(c)) W_hr^T)
+            current = (F.linear(current[0], w_hr), current[1])
+        outputs[t] = current[0] if mode == "LSTM" else current
+    return outputs, _joined(current, *reversed(ended))
+
+
+def _batch_of(state):
+    return (state[0] if isinstance(state, tuple) else state).shape[0]
 
 
 class RNNBase(Module):
@@ -108,51 +155,61 @@ class RNNBase(Module):
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), w_hr
 
     def forward(self, input, hx=None):
-        unbatched = input.ndim == 2
-        if input.ndim not in (2, 3):
-            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.ndim}D instead")
-        x = T.unsqueeze(input, 1) if unbatched else (T.transpose(input, 0, 1) if self.batch_first else input)
+        packed = isinstance(input, PackedSequence)
+        if packed:  # (batch_first does not apply: the packed data is (sum of lengths, input_size))
+            x, _, sorted_indices, unsorted_indices = input
+            sizes = _concrete_ints(input.batch_sizes, type(self).__name__, "batch_sizes")
+            if x.ndim != 2:
+                raise RuntimeError(f"{type(self).__name__}: packed input data must have 2 dimensions, "
+                                   f"got {x.ndim}")
+            unbatched = False
+        else:
+            if input.ndim not in (2, 3):
+                raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.ndim}D instead")
+            unbatched = input.ndim == 2
+            x = T.unsqueeze(input, 1) if unbatched else (T.transpose(input, 0, 1) if self.batch_first else input)
+            sizes = [x.shape[1]] * x.shape[0]
         if x.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                f"got {x.shape[-1]}")
         directions = 2 if self.bidirectional else 1
-        states = self._initial_states(hx, x, directions, unbatched)
+        states = self._initial_states(hx, sizes[0], x.dtype, directions, unbatched)
+        if packed and sorted_indices is not None:  # (hx is in the caller's batch order)
+            states = [T.index_select(s, 1, sorted_indices) for s in states]
         finals = []
         for layer in range(self.num_layers):
             outs = []
             for d in range(directions):
                 k = layer * directions + d
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
-                # every step's input projection at once: one product of (L * N) rows
-                projected = T.unbind(F.linear(x, w_ih, b_ih), 0)
+                # every step's input projection at once: one product of all (step, sequence) rows
+                projected = F.linear(x, w_ih, b_ih)
+                steps = T.split(projected, sizes, 0) if packed else T.unbind(projected, 0)
                 state = tuple(s[k] for s in states) if self.mode == "LSTM" else states[0][k]
-                steps = []
-                for gi in (projected[::-1] if d else projected):
-                    state = _step(self.mode, gi, state, w_hh, b_hh)
-                    if w_hr is not None:  # (LSTM with proj_size: h = (o * tanh(c)) W_hr^T)
-                        state = (F.linear(state[0], w_hr), state[1])
-                    steps.append(state[0] if self.mode == "LSTM" else state)
-                outs.append(T.stack(steps[::-1] if d else steps))
-                finals.append(state)
+                outputs, final = _run_direction(self.mode, steps, state, w_hh, b_hh, w_hr, reverse=d == 1)
+                outs.append(T.cat(outputs, 0) if packed else T.stack(outputs))
+                finals.append(final)
             x = outs[0] if directions == 1 else T.cat(outs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout)
-        out = T.squeeze(x, 1) if unbatched else (T.transpose(x, 0, 1) if self.batch_first else x)
-        if self.mode == "LSTM":
-            h_n, c_n = (T.stack([f[i] for f in finals]) for i in (0, 1))
-            if unbatched:
-                h_n, c_n = T.squeeze(h_n, 1), T.squeeze(c_n, 1)
-            return out, (h_n, c_n)
-        h_n = T.stack(finals)
-        return out, (T.squeeze(h_n, 1) if unbatched else h_n)
+        if packed:
+            out = PackedSequence(x, input.batch_sizes, sorted_indices, unsorted_indices)
+        else:
+            out = T.squeeze(x, 1) if unbatched else (T.transpose(x, 0, 1) if self.batch_first else x)
+        hidden = [T.stack([f[i] for f in finals]) for i in (0, 1)] if self.mode == "LSTM" else [T.stack(finals)]
+        if packed and unsorted_indices is not None:
+            hidden = [T.index_select(h, 1, unsorted_indices) for h in hidden]
+        if unbatched:
+            hidden = [T.squeeze(h, 1) for h in hidden]
+        return out, (tuple(hidden) if self.mode == "LSTM" else hidden[0])
 
-    def _initial_states(self, hx, x, directions, unbatched):
-        """[h0] (or [h0, c0] for LSTM), each ``(layers * directions, N, hidden)`` (h0's last
+    def _initial_states(self, hx, batch, dtype, directions, unbatched):
+        """[h0] (or [h0, c0] for LSTM), each ``(layers * directions, batch, hidden)`` (h0's last
         size ``proj_size`` when there is one)."""
-        shape = (self.num_layers * directions, x.shape[1], self.hidden_size)
+        shape = (self.num_layers * directions, batch, self.hidden_size)
         h_shape = shape[:2] + (self.proj_size or self.hidden_size,)
         if hx is None:
-            h0, c0 = creation.zeros(*h_shape, dtype=x.dtype), creation.zeros(*shape, dtype=x.dtype)
+            h0, c0 = creation.zeros(*h_shape, dtype=dtype), creation.zeros(*shape, dtype=dtype)
             return [h0, c0] if self.mode == "LSTM" else [h0]
         given = list(hx) if self.mode == "LSTM" else [hx]
         if self.mode == "LSTM" and len(given) != 2:

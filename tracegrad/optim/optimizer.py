@@ -164,13 +164,21 @@ class Optimizer:
     def _allocate_state(self, group):
         """Create missing state tensors (eagerly; they become program inputs when traced)."""
         from ..ir import trace
+        from ..nn.parameter import is_lazy
 
+        # a lazy module's parameter has no shape before the module's first forward: its state
+        # is made at the first step after that, as PyTorch's optimizers allow, and eagerly also
+        # when that step is being traced (it is made once, by that trace)
+        deferred = self.__dict__.setdefault("_deferred_state", set())
         for p in group["params"]:
+            if is_lazy(p):
+                deferred.add(id(p))
+                continue
             st = self.state[p]
             for name, kind in self._state_spec(group).items():
                 if name in st or _STATE_SHAPES.get(kind, lambda s: ())(tuple(p.shape)) is None:
                     continue
-                if trace.current_tracer() is not None:
+                if trace.current_tracer() is not None and id(p) not in deferred:
                     trace.graph_break(f"{type(self).__name__} state '{name}' allocated inside a "
                                       "compiled function (run one eager step or create the "
                                       "optimizer before compiling)")
@@ -181,10 +189,12 @@ class Optimizer:
                     continue
                 scalar, value = _STATE_STARTS[kind]
                 value = float(group["lr"]) if value == "lr" else value
-                if scalar:
-                    st[name] = creation.full((), value, dtype=_dt.get_default_dtype())
-                else:
-                    st[name] = creation.full_like(p.detach(), value)
+                with trace.paused():
+                    if scalar:
+                        st[name] = creation.full((), value, dtype=_dt.get_default_dtype())
+                    else:
+                        st[name] = creation.full_like(p.detach(), value)
+            deferred.discard(id(p))
 
     # ------------------------------------------------------------------ hooks
     def __init_subclass__(cls, **kwargs):
