@@ -61,23 +61,6 @@ class _NormBase(Module):
 class _BatchNorm(_NormBase):
     expected_dims = ()
 
-    def reset_running_stats(self):
-        """Running mean 0, running variance 1, no batches tracked."""
-        if self.track_running_stats:
-            with no_grad():
-                self.running_mean.zero_()
-                self.running_var.fill_(1)
-                self.num_batches_tracked.zero_()
-
-    def reset_parameters(self):
-        """The running statistics reset, weight 1 and bias 0."""
-        self.reset_running_stats()
-        if self.affine:
-            with no_grad():
-                self.weight.fill_(1)
-                if self.bias is not None:
-                    self.bias.zero_()
-
     def forward(self, input):
         if input.ndim not in self.expected_dims:
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self.expected_dims)} input "
