@@ -49,11 +49,11 @@ def state_of(tensors):
     return [(to_np(t), None if t._grad is None else to_np(t._grad)) for t in tensors]
 
 
-def run_both(make, calls=3, tol=1e-5, **compile_kwargs):
+def run_both(make, calls=3, tol=1e-5, backend="interpreter", **compile_kwargs):
     """Run eager and compiled twins ``calls`` times; returns the CompiledFunction."""
     fe, args_e, watch_e = make()
     fc, args_c, watch_c = make()
-    cf = tg.compile(fc, backend="interpreter", **compile_kwargs)
+    cf = tg.compile(fc, backend=backend, **compile_kwargs)
     for k in range(calls):
         want, got = to_np(fe(*args_e(k))), to_np(cf(*args_c(k)))
         assert_tree_close(got, want, f"call {k} result", tol)

@@ -181,8 +181,8 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes ``amount`` (a count, or a fraction) of the elements, chosen at random."""
+class _ByScore(BasePruningMethod):
+    """Unstructured pruning of the ``amount`` elements with the lowest ``_scores``."""
 
     def __init__(self, amount):
         _validate_amount_init(amount)
@@ -192,29 +192,27 @@ class RandomUnstructured(BasePruningMethod):
         n = _count(self.amount, t.numel())
         mask = _np(default_mask).copy()
         if n:
-            order = np.argsort(-_random(t.shape).reshape(-1), kind="stable")
+            order = np.argsort(self._scores(t).reshape(-1), kind="stable")
             mask.reshape(-1)[order[:n]] = 0
         return _like(mask, t)
+
+
+class RandomUnstructured(_ByScore):
+    """Prunes ``amount`` (a count, or a fraction) of the elements, chosen at random."""
+
+    def _scores(self, t):
+        return _random(tuple(t.shape))
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_ByScore):
     """Prunes ``amount`` of the elements with the smallest absolute values."""
 
-    def __init__(self, amount):
-        _validate_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        n = _count(self.amount, t.numel())
-        mask = _np(default_mask).copy()
-        if n:
-            order = np.argsort(np.abs(_np(t)).reshape(-1), kind="stable")
-            mask.reshape(-1)[order[:n]] = 0
-        return _like(mask, t)
+    def _scores(self, t):
+        return np.abs(_np(t))
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
