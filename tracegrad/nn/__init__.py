@@ -30,13 +30,14 @@ from .layers_more import (LAYERS_MORE, CELU, SELU, AdaptiveAvgPool1d, AdaptiveAv
 from .layers_extra import (LAYERS_EXTRA, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d,  # noqa: F401
                            AlphaDropout, Bilinear, ChannelShuffle, ConvTranspose1d, Dropout1d, Dropout3d,
                            EmbeddingBag, FeatureAlphaDropout, Fold, LocalResponseNorm, LPPool1d, LPPool2d,
-                           MaxUnpool1d, MaxUnpool2d, RMSNorm, RReLU, Softmax2d, Unfold,
+                           LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, RMSNorm, RReLU, Softmax2d, Unfold,
                            UpsamplingBilinear2d, UpsamplingNearest2d)
 from .lazy import (LAZY_MODULES, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d,  # noqa: F401
                    LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d,
                    LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear)
+from .compat import Buffer, Container, DataParallel, NLLLoss2d, SyncBatchNorm
 from .module import Module
-from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 from .transformer_decoder import Transformer, TransformerDecoder, TransformerDecoderLayer
 from .padding import (PADDING_MODULES, CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d,
@@ -57,4 +58,5 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "UninitializedP
            "TripletMarginWithDistanceLoss", *PADDING_MODULES, *LAYERS_MORE, *LAYERS_EXTRA, "RNN",
            "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
            "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
-           "TransformerDecoder", "Transformer", *LAZY_MODULES]
+           "TransformerDecoder", "Transformer", *LAZY_MODULES, "Buffer", "Container", "DataParallel",
+           "NLLLoss2d", "SyncBatchNorm", "RNNBase", "RNNCellBase"]

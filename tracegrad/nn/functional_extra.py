@@ -26,7 +26,7 @@ from .functional import _check_dropout_p, _normalized_dims
 from .functional_more import _feature_dropout, _inplace_result, celu, selu
 from .functional_more import threshold as threshold_fn
 
-__all__ = ["rms_norm", "local_response_norm", "bilinear", "channel_shuffle", "pdist", "embedding_bag",
+__all__ = ["rms_norm", "local_response_norm", "bilinear", "channel_shuffle", "native_channel_shuffle", "pdist", "embedding_bag",
            "dropout1d", "alpha_dropout", "feature_alpha_dropout", "gumbel_softmax", "rrelu", "relu_",
            "elu_", "leaky_relu_", "hardtanh_", "selu_", "celu_", "threshold_", "rrelu_"]
 
@@ -82,6 +82,9 @@ def channel_shuffle(input, groups):
     x = T.transpose(T.reshape(input, (n, groups, c // groups, *rest)), 1, 2)
     return T.reshape(x, tuple(input.shape))
 
+
+
+native_channel_shuffle = channel_shuffle  # (PyTorch's name of the same function)
 
 def pdist(input, p=2):
     """The p-norm distances between the rows of an ``(N, M)`` input, for each pair ``i < j``

@@ -25,7 +25,7 @@ __all__ = ["adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
            "adaptive_max_pool3d_with_indices", "max_pool1d_with_indices", "max_pool2d_with_indices",
            "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d", "conv_transpose1d", "conv3d", "max_pool3d",
-           "avg_pool3d"]
+           "avg_pool3d", "max_unpool3d", "max_pool3d_with_indices", "lp_pool3d"]
 
 
 def _adaptive_windows(n_in, n_out):
@@ -205,6 +205,27 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
     stride = None if stride is None else _pair(stride, "stride")
     return _max_unpool(input, indices, _pair(kernel_size, "kernel_size"), stride, _pair(padding, "padding"),
                        output_size)
+
+
+def _triple(v):
+    return (v,) * 3 if isinstance(v, int) else tuple(v)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of ``max_pool3d(..., return_indices=True)``: zeros but at the indices."""
+    return _max_unpool(input, indices, _triple(kernel_size), None if stride is None else _triple(stride),
+                       _triple(padding), output_size)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``(sum over each window of x^p)^(1/p)`` over 3-D windows."""
+    kd, kh, kw = _triple(kernel_size)
+    return _lp(avg_pool3d(T.pow(input, norm_type), kernel_size, stride, 0, ceil_mode), norm_type, kd * kh * kw)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,

@@ -221,6 +221,10 @@ class LPPool2d(_LPPool):
     fn = staticmethod(F.lp_pool2d)
 
 
+class LPPool3d(_LPPool):
+    fn = staticmethod(F.lp_pool3d)
+
+
 def _single(v):
     return (v,) if isinstance(v, int) else tuple(v)
 
@@ -251,6 +255,11 @@ class MaxUnpool1d(_MaxUnpool):
 class MaxUnpool2d(_MaxUnpool):
     size = 2
     fn = staticmethod(F.max_unpool2d)
+
+
+class MaxUnpool3d(_MaxUnpool):
+    size = 3
+    fn = staticmethod(F.max_unpool3d)
 
 
 class ConvTranspose1d(_ConvTransposeNd):
@@ -318,5 +327,5 @@ class RReLU(Module):
 LAYERS_EXTRA = ["RMSNorm", "LocalResponseNorm", "Bilinear", "Dropout1d", "Dropout3d", "AlphaDropout",
                 "FeatureAlphaDropout", "Softmax2d", "ChannelShuffle", "Unfold", "Fold",
                 "UpsamplingNearest2d", "UpsamplingBilinear2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-                "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d",
+                "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
                 "ConvTranspose1d", "EmbeddingBag", "RReLU"]

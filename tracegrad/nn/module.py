@@ -182,6 +182,11 @@ class Module:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
             self._remove_everywhere(name)
             self.register_parameter(name, value)
+        elif getattr(value, "_is_buffer", False) and isinstance(value, Tensor):  # an nn.Buffer
+            if buffers is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            self._remove_everywhere(name)
+            self.register_buffer(name, value, persistent=value.persistent)
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "

@@ -104,12 +104,14 @@ def _batch_of(state):
 
 class RNNBase(Module):
     """What RNN, LSTM and GRU share: parameters ``weight_ih_l{k}[_reverse]``, ``weight_hh_l{k}``,
-    ``bias_ih_l{k}``, ``bias_hh_l{k}``, all initialised U(-1/sqrt(hidden), 1/sqrt(hidden))."""
+    ``bias_ih_l{k}``, ``bias_hh_l{k}``, all initialised U(-1/sqrt(hidden), 1/sqrt(hidden)).
+    ``mode`` is "LSTM", "GRU", "RNN_TANH" or "RNN_RELU" (PyTorch's; the subclasses pass it)."""
 
-    mode = None
-
-    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
+        if mode not in _GATES:
+            raise ValueError(f"Unrecognized RNN mode: {mode}")
+        self.__dict__["mode"] = mode
         super().__init__()
         if proj_size < 0:
             raise ValueError("proj_size should be a positive integer or zero to disable projections")
@@ -244,32 +246,38 @@ class RNN(RNNBase):
     def __init__(self, *args, nonlinearity="tanh", **kwargs):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
-        self.__dict__["mode"] = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
         self.__dict__["nonlinearity"] = nonlinearity
-        super().__init__(*args, **kwargs)
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", *args, **kwargs)
 
 
 class LSTM(RNNBase):
     """LSTM with PyTorch's gate order (input, forget, cell, output); returns
     ``(output, (h_n, c_n))``."""
 
-    mode = "LSTM"
+    def __init__(self, *args, **kwargs):
+        super().__init__("LSTM", *args, **kwargs)
 
 
 class GRU(RNNBase):
     """GRU with PyTorch's gate order (reset, update, new) and ``n = tanh(W_in x + b_in +
     r * (W_hn h + b_hn))``."""
 
-    mode = "GRU"
+    def __init__(self, *args, **kwargs):
+        super().__init__("GRU", *args, **kwargs)
 
 
 class RNNCellBase(Module):
+    """What the cells share; ``num_chunks`` is the number of gates (PyTorch's signature: the
+    subclasses pass it, and their ``mode``)."""
+
     mode = None
 
-    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()
+        if self.mode is not None and num_chunks != _GATES[self.mode]:
+            raise ValueError(f"{type(self).__name__} has {_GATES[self.mode]} gates, got num_chunks={num_chunks}")
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
-        gates = _GATES[self.mode] * hidden_size
+        gates = num_chunks * hidden_size
         self.weight_ih = Parameter(creation.empty(gates, input_size, dtype=dtype))
         self.weight_hh = Parameter(creation.empty(gates, hidden_size, dtype=dtype))
         if bias:
@@ -312,12 +320,18 @@ class RNNCell(RNNCellBase):
             raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
         self.__dict__["mode"] = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
         self.__dict__["nonlinearity"] = nonlinearity
-        super().__init__(input_size, hidden_size, bias, device, dtype)
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
 
 
 class LSTMCell(RNNCellBase):
     mode = "LSTM"
 
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
 
 class GRUCell(RNNCellBase):
     mode = "GRU"
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)

@@ -1,0 +1,80 @@
+"""nn.Buffer, SyncBatchNorm (one process), DataParallel (no devices), Container, NLLLoss2d,
+RNNBase/RNNCellBase with PyTorch's signatures, the 3-D pooling additions (max_unpool3d,
+lp_pool3d, max_pool3d_with_indices, their modules), against PyTorch."""
+import numpy as np
+import pytest
+
+import tracegrad as tg
+
+torch = pytest.importorskip("torch")
+from oracle import compare_fn  # noqa: E402
+
+rng = np.random.default_rng(0)
+
+
+def test_buffer_registers_on_assignment_like_torch():
+    for lib in (tg, torch):
+        m = lib.nn.Module()
+        m.kept = lib.nn.Buffer(lib.zeros(2))
+        m.scratch = lib.nn.Buffer(lib.ones(1), persistent=False)
+        assert list(m.state_dict()) == ["kept"] and [n for n, _ in m.named_buffers()] == ["kept", "scratch"]
+        assert isinstance(m.kept, lib.nn.Buffer) and not isinstance(lib.ones(1), lib.nn.Buffer)
+
+
+def test_sync_batchnorm_is_batch_norm_in_one_process():
+    x = rng.standard_normal((4, 3, 5)).astype(np.float32)
+    ours, theirs = tg.nn.SyncBatchNorm(3), torch.nn.BatchNorm1d(3)
+    for _ in range(2):
+        np.testing.assert_allclose(ours(tg.tensor(x)).detach().numpy(), theirs(torch.tensor(x)).detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    for k, v in ours.state_dict().items():
+        np.testing.assert_allclose(v.numpy(), theirs.state_dict()[k].numpy(), rtol=1e-6, err_msg=k)
+    assert repr(tg.nn.SyncBatchNorm(3)) == repr(torch.nn.SyncBatchNorm(3))
+    net = tg.nn.Sequential(tg.nn.Conv2d(2, 3, 1), tg.nn.BatchNorm2d(3))
+    bn = net[1]
+    converted = tg.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    assert isinstance(converted[1], tg.nn.SyncBatchNorm) and converted[1].weight is bn.weight
+    assert list(converted.state_dict()) == list(torch.nn.SyncBatchNorm.convert_sync_batchnorm(
+        torch.nn.Sequential(torch.nn.Conv2d(2, 3, 1), torch.nn.BatchNorm2d(3))).state_dict())
+
+
+def test_data_parallel_container_and_nllloss2d():
+    inner = tg.nn.Linear(3, 2)
+    dp = tg.nn.DataParallel(inner)
+    x = tg.randn(4, 3)
+    np.testing.assert_array_equal(dp(x).detach().numpy(), inner(x).detach().numpy())
+    assert list(dp.state_dict()) == list(torch.nn.DataParallel(torch.nn.Linear(3, 2)).state_dict())
+    with pytest.warns(UserWarning, match="nn.Container is deprecated"):
+        c = tg.nn.Container(fc=tg.nn.Linear(2, 2))
+    assert list(c.state_dict()) == ["fc.weight", "fc.bias"]
+    logits, target = rng.standard_normal((2, 3, 4, 4)), rng.integers(0, 3, (2, 4, 4))
+    got = tg.nn.NLLLoss2d()(tg.tensor(logits), tg.tensor(target))
+    want = torch.nn.NLLLoss2d()(torch.tensor(logits), torch.tensor(target))
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-12)
+
+
+def test_rnn_bases_take_pytorchs_arguments():
+    base = tg.nn.RNNBase("GRU", 3, 4, num_layers=2)
+    t_base = torch.nn.RNNBase("GRU", 3, 4, num_layers=2)
+    assert [(k, tuple(v.shape)) for k, v in base.state_dict().items()] == \
+        [(k, tuple(v.shape)) for k, v in t_base.state_dict().items()]
+    with pytest.raises(ValueError, match="Unrecognized RNN mode"):
+        tg.nn.RNNBase("SRU", 3, 4)
+    assert tg.nn.RNN(2, 3, nonlinearity="relu").mode == torch.nn.RNN(2, 3, nonlinearity="relu").mode
+    assert repr(tg.nn.LSTMCell(2, 3)) == repr(torch.nn.LSTMCell(2, 3))
+    assert isinstance(tg.nn.GRUCell(2, 3), tg.nn.RNNCellBase)
+
+
+def test_3d_pooling_additions_equal_torchs():
+    x = rng.standard_normal((1, 2, 4, 6, 6))
+    compare_fn(lambda v: tg.nn.functional.lp_pool3d(v, 2.0, 2), lambda v: torch.nn.functional.lp_pool3d(v, 2.0, 2),
+               [np.abs(x) + 0.1])
+    out, idx = tg.nn.functional.max_pool3d_with_indices(tg.tensor(x), 2)
+    t_out, t_idx = torch.nn.functional.max_pool3d_with_indices(torch.tensor(x), 2)
+    np.testing.assert_array_equal(idx.numpy(), t_idx.numpy())
+    compare_fn(lambda v: tg.nn.functional.max_unpool3d(v, idx, 2),
+               lambda v: torch.nn.functional.max_unpool3d(v, t_idx, 2), [out.numpy()])
+    unpooled = tg.nn.MaxUnpool3d(2)(out, idx)
+    np.testing.assert_array_equal(unpooled.numpy(), torch.nn.MaxUnpool3d(2)(t_out, t_idx).numpy())
+    assert repr(tg.nn.LPPool3d(2, 3)) == repr(torch.nn.LPPool3d(2, 3))
+    assert repr(tg.nn.MaxUnpool3d(2)) == repr(torch.nn.MaxUnpool3d(2))
