@@ -157,3 +157,26 @@ def test_compiled_per_sample_gradients_equal_eager():
     compiled = tg.compile(per_sample, backend="c", fullgraph=True)(params, tg.tensor(X))
     for k in eager:
         np.testing.assert_allclose(compiled[k].numpy(), eager[k].numpy(), rtol=1e-10)
+
+
+def test_linearize_functionalize_and_batch_norm_replacement_like_torch():
+    x = np.array([0.3, -1.2, 2.0])
+    out, jvp_fn = tg.func.linearize(lambda v: (v.sin() * v).sum(), tg.tensor(x))
+    t_out, t_jvp = torch.func.linearize(lambda v: (v.sin() * v).sum(), torch.tensor(x))
+    np.testing.assert_allclose(out.item(), t_out.item(), rtol=1e-12)
+    np.testing.assert_allclose(jvp_fn(tg.ones(3, dtype=tg.float64)).item(), t_jvp(torch.ones(3, dtype=torch.float64)).item(),
+                               rtol=1e-12)
+
+    def mutating(a):
+        a.add_(1)
+        return a * 2
+
+    a, b = tg.tensor(x), torch.tensor(x)
+    np.testing.assert_allclose(tg.func.functionalize(mutating)(a).numpy(), torch.func.functionalize(mutating)(b).numpy())
+    np.testing.assert_allclose(a.numpy(), b.numpy())
+    ours = tg.func.replace_all_batch_norm_modules_(tg.nn.Sequential(tg.nn.Linear(2, 2), tg.nn.BatchNorm1d(2)))
+    theirs = torch.func.replace_all_batch_norm_modules_(torch.nn.Sequential(torch.nn.Linear(2, 2),
+                                                                            torch.nn.BatchNorm1d(2)))
+    assert list(ours.state_dict()) == list(theirs.state_dict()) and not ours[1].track_running_stats
+    per_sample = tg.func.vmap(ours, in_dims=0)(tg.randn(3, 4, 2))
+    assert per_sample.shape == (3, 4, 2)

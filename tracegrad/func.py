@@ -42,7 +42,7 @@ from .autograd.grad_mode import enable_grad
 from .tensor import Tensor
 
 __all__ = ["functional_call", "stack_module_state", "grad", "grad_and_value", "vjp", "jvp", "jacrev",
-           "jacfwd", "hessian", "vmap"]
+           "jacfwd", "hessian", "vmap", "linearize", "functionalize", "replace_all_batch_norm_modules_"]
 
 
 # ----------------------------------------------------------------------------- modules
@@ -295,6 +295,57 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             tangent_out.append(unpacked.tangent if unpacked.tangent is not None else creation.zeros_like(unpacked.primal))
     result = (pytree.unflatten(spec, primal_out), pytree.unflatten(spec, tangent_out))
     return result + (aux,) if has_aux else result
+
+
+def linearize(func, *primals):
+    """``(func(*primals), jvp_fn)``: ``jvp_fn(*tangents)`` is the Jacobian-vector product at
+    ``primals`` (forward mode, evaluated at each call).
+
+    >>> import tracegrad as tg
+    >>> out, jvp_fn = linearize(tg.sin, tg.tensor([0.0]))
+    >>> jvp_fn(tg.tensor([2.0]))
+    tensor([2.])
+    """
+    output = func(*primals)
+
+    def jvp_fn(*tangents):
+        if len(tangents) != len(primals):
+            raise RuntimeError(f"linearize: expected {len(primals)} tangents (one per primal), got {len(tangents)}")
+        return jvp(func, tuple(primals), tuple(tangents))[1]
+
+    return output, jvp_fn
+
+
+def functionalize(func, *, remove="mutations"):
+    """``func`` with PyTorch's guarantee of ``functionalize``: the same results and the same
+    writes into its inputs. tracegrad's compiler already turns in-place writes into functional
+    updates and write-backs when it traces (see ``ir/trace.py``), so the function is returned
+    to run as it is."""
+    if remove not in ("mutations", "mutations_and_views"):
+        raise RuntimeError(f"functionalize(f, remove='mutations'): received invalid argument for remove={remove}. "
+                           "Valid options are:\n     remove='mutations': all inplace and out= operators will be "
+                           "removed from the program, and replaced with their out-of-place equivalents.\n     "
+                           "remove='mutations_and_views': In addition to the above, all aliasing operators "
+                           "{view} will be replaced with their non-aliasing counterparts, {view}_copy.\n")
+
+    @functools.wraps(func)
+    def wrapped(*args, **kwargs):
+        return func(*args, **kwargs)
+
+    return wrapped
+
+
+def replace_all_batch_norm_modules_(root):
+    """In place: every batch norm of ``root`` stops tracking running statistics (its running
+    mean, variance and count become None), so it normalises with batch statistics, as vmap
+    over a model needs. Returns ``root``."""
+    from .nn.batchnorm import _NormBase
+
+    for module in root.modules():
+        if isinstance(module, _NormBase):
+            module.running_mean = module.running_var = module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
