@@ -78,3 +78,33 @@ def test_3d_pooling_additions_equal_torchs():
     np.testing.assert_array_equal(unpooled.numpy(), torch.nn.MaxUnpool3d(2)(t_out, t_idx).numpy())
     assert repr(tg.nn.LPPool3d(2, 3)) == repr(torch.nn.LPPool3d(2, 3))
     assert repr(tg.nn.MaxUnpool3d(2)) == repr(torch.nn.MaxUnpool3d(2))
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_adaptive_log_softmax_equals_torchs_and_compiles(batched):
+    ours = tg.nn.AdaptiveLogSoftmaxWithLoss(8, 20, cutoffs=[5, 12], div_value=2.0, head_bias=True)
+    theirs = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 20, cutoffs=[5, 12], div_value=2.0, head_bias=True)
+    theirs.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in ours.state_dict().items()})
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    x = rng.standard_normal((6, 8)).astype(np.float32)
+    target = np.array([0, 4, 5, 11, 12, 19])
+    if not batched:
+        x, target = x[3], target[3]
+    a, b = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, t_out = ours(a, tg.tensor(target)), theirs(b, torch.tensor(target))
+    np.testing.assert_allclose(out.output.detach().numpy(), t_out.output.detach().numpy(), rtol=1e-5, atol=1e-6)
+    out.loss.backward()
+    t_out.loss.backward()
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-6)
+    for (k, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        assert (p.grad is None) == (q.grad is None), k  # a cluster without targets: no gradient
+        if q.grad is not None:
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6, err_msg=k)
+    if batched:
+        np.testing.assert_allclose(ours.log_prob(tg.tensor(x)).detach().numpy(),
+                                   theirs.log_prob(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(ours.predict(tg.tensor(x)).numpy(), theirs.predict(torch.tensor(x)).numpy())
+        compiled = tg.compile(lambda v, t: ours(v, t).loss, fullgraph=True)
+        np.testing.assert_allclose(compiled(tg.tensor(x), tg.tensor(target)).item(), t_out.loss.item(), rtol=1e-5)
+        with pytest.raises(RuntimeError, match="Target values should be in"):
+            ours(tg.tensor(x), tg.tensor(target + 1))

@@ -35,6 +35,7 @@ from .layers_extra import (LAYERS_EXTRA, AdaptiveMaxPool1d, AdaptiveMaxPool2d, A
 from .lazy import (LAZY_MODULES, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d,  # noqa: F401
                    LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d,
                    LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear)
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .compat import Buffer, Container, DataParallel, NLLLoss2d, SyncBatchNorm
 from .module import Module
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
@@ -59,4 +60,4 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "UninitializedP
            "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
            "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
            "TransformerDecoder", "Transformer", *LAZY_MODULES, "Buffer", "Container", "DataParallel",
-           "NLLLoss2d", "SyncBatchNorm", "RNNBase", "RNNCellBase"]
+           "NLLLoss2d", "SyncBatchNorm", "RNNBase", "RNNCellBase", "AdaptiveLogSoftmaxWithLoss"]
