@@ -193,6 +193,8 @@ def _twins():
         "erfinv": t.erfinv,
         "digamma": t.digamma,
         "polygamma": lambda x, n: t.polygamma(n, x),
+        "igamma": t.igamma,
+        "igammac": t.igammac,
         "cummax": lambda x, dim: t.cummax(x, dim).values,
         "cummin": lambda x, dim: t.cummin(x, dim).values,
         "logcumsumexp": lambda x, dim: t.logcumsumexp(x, dim),

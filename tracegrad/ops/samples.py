@@ -131,5 +131,7 @@ def cases(op, dtype=np.float64):
 
 
 def differentiable_positions(op, arrays):
-    """Input positions a gradient flows to: floating inputs that are not nondiff inputs."""
-    return [i for i, a in enumerate(arrays) if a.dtype.kind == "f" and i not in op.nondiff_inputs]
+    """Input positions a gradient flows to: floating inputs that are neither nondiff inputs nor
+    inputs without a derivative."""
+    return [i for i, a in enumerate(arrays)
+            if a.dtype.kind == "f" and i not in op.nondiff_inputs and i not in op.no_derivative]
