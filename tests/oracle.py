@@ -195,6 +195,8 @@ def _twins():
         "polygamma": lambda x, n: t.polygamma(n, x),
         "igamma": t.igamma,
         "igammac": t.igammac,
+        "standard_gamma_grad": t._standard_gamma_grad,
+        "dirichlet_grad": t._dirichlet_grad,
         "cummax": lambda x, dim: t.cummax(x, dim).values,
         "cummin": lambda x, dim: t.cummin(x, dim).values,
         "logcumsumexp": lambda x, dim: t.logcumsumexp(x, dim),

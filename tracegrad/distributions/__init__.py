@@ -8,8 +8,8 @@ checks and shapes (``batch_shape``, ``event_shape``).
 the location-scale families, Uniform, Exponential and MultivariateNormal draw their noise from
 the seeded ``uniform_noise`` op (a compiled program takes a fresh seed each call, as dropout).
 The discrete and gamma families draw eagerly with NumPy (a compiled function breaks its graph
-there, with a warning); the gamma family has no ``rsample`` (PyTorch's uses implicit
-reparametrization gradients).
+there, with a warning); the gamma family's ``rsample`` has PyTorch's implicit reparametrization
+gradients (gamma_sampling.py).
 
 >>> import tracegrad as tg
 >>> p, q = tg.distributions.Normal(0.0, 1.0), tg.distributions.Normal(1.0, 1.0)

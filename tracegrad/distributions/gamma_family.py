@@ -1,33 +1,27 @@
 """Distributions whose densities need the gamma function: ``Gamma``, ``Chi2``, ``Beta``,
 ``Dirichlet``, ``Poisson``, ``StudentT`` (PyTorch's formulas, on tracegrad's ``lgamma`` and
-``digamma``). Their samples are drawn eagerly by NumPy's generators and carry no gradient:
-unlike PyTorch, there is no ``rsample`` (PyTorch's uses implicit reparametrization gradients).
+``digamma``). All but Poisson have ``rsample`` with PyTorch's implicit reparametrization
+gradients (gamma_sampling.py); the draws themselves are NumPy's, eagerly.
+
+>>> import tracegrad as tg
+>>> tg.distributions.Gamma(2.0, 1.0).cdf(tg.tensor(1.0))
+tensor(0.2642)
 """
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import creation
 from .. import functional as F
 from .. import math_extras as MX
 from ..autograd.grad_mode import no_grad
+from ..dtypes import finfo
 from ..nn import functional as NF
+from .continuous import _noise
 from .distribution import Distribution, broadcast_all
+from .gamma_sampling import dirichlet, draw, standard_gamma
 
 __all__ = ["Gamma", "Chi2", "Beta", "Dirichlet", "Poisson", "StudentT"]
-
-
-def _draw(like, shape, sample):
-    """``sample(rng, params...)`` as a tensor of ``shape`` in ``like``'s dtype, from the global
-    generator (eagerly; a compiled function breaks its graph here)."""
-    from ..ir import trace
-
-    if trace.current_tracer() is not None:
-        trace.graph_break("sampling a distribution (random numbers) inside a compiled function")
-    rng = creation.default_generator.rng
-    return creation.tensor(np.asarray(sample(rng, tuple(shape))), dtype=like.dtype)
 
 
 def _positive(self, name, value):
@@ -49,15 +43,22 @@ class Gamma(Distribution):
     mode = property(lambda self: F.clamp((self.concentration - 1) / self.rate, min=0))
     variance = property(lambda self: self.concentration / self.rate ** 2)
 
-    def sample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
-        with no_grad():
-            a = F.expand(self.concentration, tuple(shape)).numpy()
-            return _draw(self.rate, shape, lambda rng, s: rng.standard_gamma(a, s)) / self.rate.detach()
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        shape = tuple(self._extended_shape(sample_shape))
+        value = standard_gamma(F.expand(self.concentration, shape)) / F.expand(self.rate, shape)
+        # (PyTorch clamps the value in place, under its gradient: draws that underflow to 0 for
+        # small concentrations become the smallest normal number, their gradient unchanged)
+        floor = finfo(value.dtype).tiny
+        return value + (F.clamp(value.detach(), min=floor) - value.detach())
 
     def log_prob(self, value):
         a, b = self.concentration, self.rate
         return MX.xlogy(a, b) + MX.xlogy(a - 1, value) - b * value - MX.lgamma(a)
+
+    def cdf(self, value):
+        return MX.igamma(self.concentration, value * self.rate)
 
     def entropy(self):
         a = self.concentration
@@ -105,12 +106,10 @@ class Dirichlet(Distribution):
         total = F.sum(self.concentration, -1, keepdim=True)
         return self.concentration * (total - self.concentration) / (total ** 2 * (total + 1))
 
-    def sample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
-        with no_grad():
-            a = F.expand(self.concentration, tuple(shape)).numpy()
-            g = _draw(self.concentration, shape, lambda rng, s: rng.standard_gamma(a, s))
-            return g / F.sum(g, -1, keepdim=True)
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        return dirichlet(F.expand(self.concentration, tuple(self._extended_shape(sample_shape))))
 
     def log_prob(self, value):
         c = self.concentration
@@ -144,8 +143,10 @@ class Beta(Distribution):
         total = self.concentration1 + self.concentration0
         return self.concentration1 * self.concentration0 / (total ** 2 * (total + 1))
 
-    def sample(self, sample_shape=()):
-        return self._dirichlet.sample(sample_shape)[..., 0]
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        return self._dirichlet.rsample(sample_shape)[..., 0]
 
     def log_prob(self, value):
         return self._dirichlet.log_prob(F.stack([value, 1.0 - value], -1))
@@ -170,8 +171,8 @@ class Poisson(Distribution):
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         with no_grad():
-            lam = F.expand(self.rate, tuple(shape)).numpy()
-            return _draw(self.rate, shape, lambda rng, s: rng.poisson(lam, s))
+            lam = F.expand(self.rate, tuple(shape))
+            return draw(self.rate, shape, lambda rng, s: rng.poisson(lam.numpy(), s))
 
     def log_prob(self, value):
         rate, value = broadcast_all(self.rate, value)
@@ -199,12 +200,13 @@ class StudentT(Distribution):
         finite = self.scale ** 2 * df / (df - 2)
         return F.where(df > 2, finite, F.where(df > 1, float("inf"), float("nan")))
 
-    def sample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
-        with no_grad():
-            df = F.expand(self.df, tuple(shape)).numpy()
-            t = _draw(self.df, shape, lambda rng, s: rng.standard_t(df, s))
-            return self.loc.detach() + t * self.scale.detach()
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        # X / sqrt(Z / df) with X ~ Normal(0, 1), Z ~ Chi2(df), as PyTorch
+        x = _noise("normal", self._extended_shape(sample_shape), self.df)
+        z = Chi2(self.df).rsample(sample_shape)
+        return self.loc + self.scale * x * F.rsqrt(z / self.df)
 
     def log_prob(self, value):
         y = (value - self.loc) / self.scale
