@@ -206,3 +206,51 @@ def test_reparametrized_sampling_compiles_to_eager_values():
     assert results[0] == pytest.approx(results[1], rel=1e-6)
     assert results[0][0] != results[0][1]  # (fresh noise on every call)
     assert all(g is not None for g in tg.autograd.grad(objective(loc, scale), [loc, scale]))
+
+
+def test_constraints_and_supports_are_torchs():
+    C, TC = tg.distributions.constraints, torch.distributions.constraints
+    for name in TC.__all__:
+        assert hasattr(C, name), name
+    values = np.array([[-1.0, 0.0, 0.5], [1.0, 2.0, np.nan]])
+    for name in ["real", "positive", "nonnegative", "unit_interval", "boolean", "nonnegative_integer",
+                 "positive_integer", "simplex", "real_vector", "one_hot"]:
+        ours, theirs = getattr(C, name), getattr(TC, name)
+        assert repr(ours) == repr(theirs)
+        assert (ours.is_discrete, ours.event_dim) == (theirs.is_discrete, theirs.event_dim), name
+        np.testing.assert_array_equal(ours.check(tg.tensor(values)).numpy(),
+                                      theirs.check(torch.tensor(values)).numpy(), err_msg=name)
+    for build in (lambda c: c.interval(-1.0, 1.0), lambda c: c.half_open_interval(0.0, 1.0),
+                  lambda c: c.greater_than(0.5), lambda c: c.less_than(1.0), lambda c: c.integer_interval(0, 2),
+                  lambda c: c.independent(c.positive, 1), lambda c: c.greater_than_eq(0.0)):
+        ours, theirs = build(C), build(TC)
+        assert repr(ours) == repr(theirs)
+        np.testing.assert_array_equal(ours.check(tg.tensor(values)).numpy(), theirs.check(torch.tensor(values)).numpy())
+    mats = np.stack([COV[0], np.tril(A[0]) + 3 * np.eye(3), A[1]])
+    for name in ["lower_triangular", "lower_cholesky", "positive_definite", "positive_semidefinite", "symmetric",
+                 "square"]:
+        np.testing.assert_array_equal(getattr(C, name).check(tg.tensor(mats)).numpy(),
+                                      getattr(TC, name).check(torch.tensor(mats)).numpy(), err_msg=name)
+    def kind(c):  # (the repr without tensor bounds, which print differently)
+        return repr(c).split("(lower_bound=tensor")[0].split("(upper_bound=tensor")[0]
+
+    for name in CASES:
+        ours, theirs = _make(tg, name)[0], _make(torch, name)[0]
+        assert {k: kind(v) for k, v in ours.arg_constraints.items()} == \
+            {k: kind(v) for k, v in theirs.arg_constraints.items()}, name
+        assert kind(ours.support) == kind(theirs.support), name
+
+
+@pytest.mark.parametrize("build,value", [
+    (lambda lib: lib.distributions.Exponential(lib.tensor(1.0)), -1.0),
+    (lambda lib: lib.distributions.Bernoulli(lib.tensor(0.3)), 0.5),
+    (lambda lib: lib.distributions.Categorical(lib.tensor([0.5, 0.5])), 2.0),
+    (lambda lib: lib.distributions.Beta(lib.tensor(2.0), lib.tensor(2.0)), 1.5),
+    (lambda lib: lib.distributions.Dirichlet(lib.tensor([1.0, 2.0])), [0.5, 0.6]),
+])
+def test_log_prob_checks_its_value_against_the_support_as_torch(build, value):
+    for lib in (tg, torch):
+        with pytest.raises(ValueError, match="Expected value argument .* to be within the support"):
+            build(lib).log_prob(lib.tensor(value))
+    with pytest.raises(ValueError, match="The right-most size of value must match event_shape"):
+        tg.distributions.Dirichlet(tg.tensor([1.0, 2.0])).log_prob(tg.tensor([0.5, 0.3, 0.2]))

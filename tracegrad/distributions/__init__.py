@@ -16,6 +16,7 @@ gradients (gamma_sampling.py).
 >>> tg.distributions.kl_divergence(p, q)
 tensor(0.5000)
 """
+from . import constraints  # noqa: F401  (tg.distributions.constraints, as PyTorch's)
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .distribution import Distribution

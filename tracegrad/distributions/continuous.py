@@ -9,6 +9,7 @@ from .. import dtypes as _dt
 from .. import functional as F
 from ..ops import nn as N
 from ..dtypes import finfo
+from . import constraints
 from .distribution import Distribution, broadcast_all
 
 
@@ -29,13 +30,13 @@ def _noise(kind, shape, like):
 class _LocationScale(Distribution):
     """A family with a location and a positive scale (Normal, Laplace)."""
 
-    arg_constraints = {"loc": "Real()", "scale": "GreaterThan(lower_bound=0.0)"}
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
         super().__init__(self.loc.shape, validate_args=validate_args)
-        self._check("scale", self.scale, self.scale > 0, self.arg_constraints["scale"])
 
 
 class Normal(_LocationScale):
@@ -55,10 +56,12 @@ class Normal(_LocationScale):
         return self.loc + _noise("normal", shape, self.loc) * self.scale
 
     def log_prob(self, value):
+        self._validate_sample(value)
         var = self.scale ** 2
         return -((value - self.loc) ** 2) / (2 * var) - F.log(self.scale) - math.log(math.sqrt(2 * math.pi))
 
     def cdf(self, value):
+        self._validate_sample(value)
         return 0.5 * (1 + F.erf((value - self.loc) * (1 / self.scale) / math.sqrt(2)))
 
     def icdf(self, value):
@@ -73,17 +76,23 @@ class Normal(_LocationScale):
 class Uniform(Distribution):
     """``Uniform(low, high)`` on ``[low, high)``."""
 
-    arg_constraints = {"low": "Dependent(is_discrete=False, event_dim=0)",
-                       "high": "Dependent(is_discrete=False, event_dim=0)"}
     has_rsample = True
+
+    @property
+    def arg_constraints(self):
+        return {"low": constraints.less_than(self.high), "high": constraints.greater_than(self.low)}
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
         super().__init__(self.low.shape, validate_args=validate_args)
-        self._check("low", self.low, self.low < self.high, "LessThan(high)")
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        return constraints.interval(self.low, self.high)
 
     mean = property(lambda self: (self.high + self.low) / 2)
     variance = property(lambda self: (self.high - self.low) ** 2 / 12)
+    stddev = property(lambda self: (self.high - self.low) / 12 ** 0.5)
 
     @property
     def mode(self):
@@ -94,10 +103,12 @@ class Uniform(Distribution):
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value):
+        self._validate_sample(value)
         inside = F.cast(self.low <= value, self.low.dtype) * F.cast(value < self.high, self.low.dtype)
         return F.log(inside) - F.log(self.high - self.low)
 
     def cdf(self, value):
+        self._validate_sample(value)
         return F.clamp((value - self.low) / (self.high - self.low), 0, 1)
 
     def entropy(self):
@@ -118,9 +129,11 @@ class Laplace(_LocationScale):
         return self.loc - self.scale * F.sign(u) * F.log1p(-F.abs(u))
 
     def log_prob(self, value):
+        self._validate_sample(value)
         return -F.log(2 * self.scale) - F.abs(value - self.loc) / self.scale
 
     def cdf(self, value):
+        self._validate_sample(value)
         return 0.5 - 0.5 * F.sign(value - self.loc) * F.expm1(-F.abs(value - self.loc) / self.scale)
 
     def entropy(self):
@@ -130,13 +143,13 @@ class Laplace(_LocationScale):
 class Exponential(Distribution):
     """``Exponential(rate)``: density ``rate * exp(-rate * x)`` for ``x >= 0``."""
 
-    arg_constraints = {"rate": "GreaterThan(lower_bound=0.0)"}
+    arg_constraints = {"rate": constraints.positive}
+    support = constraints.nonnegative
     has_rsample = True
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
         super().__init__(self.rate.shape, validate_args=validate_args)
-        self._check("rate", self.rate, self.rate > 0, self.arg_constraints["rate"])
 
     mean = property(lambda self: 1 / self.rate)
     mode = property(lambda self: self.rate * 0)
@@ -148,9 +161,11 @@ class Exponential(Distribution):
         return -F.log1p(-u) / self.rate
 
     def log_prob(self, value):
+        self._validate_sample(value)
         return F.log(self.rate) - self.rate * value
 
     def cdf(self, value):
+        self._validate_sample(value)
         return 1 - F.exp(-self.rate * value)
 
     def entropy(self):

@@ -7,6 +7,7 @@ from .. import functional as F
 from ..autograd.grad_mode import no_grad
 from ..dtypes import finfo
 from ..nn import functional as NF
+from . import constraints
 from .distribution import Distribution, broadcast_all
 
 __all__ = ["Bernoulli", "Categorical", "OneHotCategorical"]
@@ -30,7 +31,8 @@ class Bernoulli(Distribution):
     tensor(-0.6931)
     """
 
-    arg_constraints = {"probs": "Interval(lower_bound=0.0, upper_bound=1.0)", "logits": "Real()"}
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
@@ -38,8 +40,6 @@ class Bernoulli(Distribution):
         if probs is not None:
             (self.probs,) = broadcast_all(probs)
             super().__init__(self.probs.shape, validate_args=validate_args)
-            self._check("probs", self.probs, (self.probs >= 0) & (self.probs <= 1),
-                        self.arg_constraints["probs"])
         else:
             (self.logits,) = broadcast_all(logits)
             super().__init__(self.logits.shape, validate_args=validate_args)
@@ -68,6 +68,7 @@ class Bernoulli(Distribution):
             return creation.bernoulli(probs)
 
     def log_prob(self, value):
+        self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
         return -NF.binary_cross_entropy_with_logits(logits, value, reduction="none")
 
@@ -89,25 +90,25 @@ class Categorical(Distribution):
     tensor([0.2500, 0.7500])
     """
 
-    arg_constraints = {"probs": "Simplex()", "logits": "IndependentConstraint(Real(), 1)"}
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         _one_of(probs, logits)
         param = probs if probs is not None else logits
         if param.ndim < 1:
-            raise ValueError("`probs` parameter must be at least one-dimensional.")
+            raise ValueError(f"`{'probs' if probs is not None else 'logits'}` parameter must be at least "
+                             "one-dimensional.")
         if probs is not None:
-            self._check_nonnegative(probs)
             self.probs = probs / F.sum(probs, -1, keepdim=True)
         else:
             self.logits = logits - F.logsumexp(logits, -1, keepdim=True)
         self._num_events = param.shape[-1]
         Distribution.__init__(self, param.shape[:-1], validate_args=validate_args)
 
-    def _check_nonnegative(self, probs):
-        self._validate_args = Distribution._validate_default
-        self._check("probs", probs, probs >= 0, self.arg_constraints["probs"])
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self):
+        return constraints.integer_interval(0, self._num_events - 1)
 
     def __getattr__(self, name):
         if name == "probs":
@@ -133,6 +134,7 @@ class Categorical(Distribution):
             return F.reshape(F.transpose(draws, 0, 1), tuple(sample_shape) + tuple(self.batch_shape))
 
     def log_prob(self, value):
+        self._validate_sample(value)
         index = F.unsqueeze(F.cast(value, F._dt.int64), -1)
         index, log_pmf = _broadcast_index(index, self.logits)
         return F.squeeze(F.gather(log_pmf, -1, index[..., :1]), -1)
@@ -158,6 +160,7 @@ class OneHotCategorical(Distribution):
     """A ``Categorical`` whose samples are one-hot vectors of length K."""
 
     arg_constraints = Categorical.arg_constraints
+    support = constraints.one_hot
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
@@ -178,6 +181,7 @@ class OneHotCategorical(Distribution):
         return NF.one_hot(index, self._categorical._num_events).to(self.probs.dtype)
 
     def log_prob(self, value):
+        self._validate_sample(value)
         return self._categorical.log_prob(F.argmax(value, -1))
 
     def entropy(self):

@@ -18,26 +18,22 @@ from ..autograd.grad_mode import no_grad
 from ..dtypes import finfo
 from ..nn import functional as NF
 from .continuous import _noise
+from . import constraints
 from .distribution import Distribution, broadcast_all
 from .gamma_sampling import dirichlet, draw, standard_gamma
 
 __all__ = ["Gamma", "Chi2", "Beta", "Dirichlet", "Poisson", "StudentT"]
 
 
-def _positive(self, name, value):
-    self._check(name, value, value > 0, "GreaterThan(lower_bound=0.0)")
-
-
 class Gamma(Distribution):
     """``Gamma(concentration, rate)``: density ``rate^a x^(a-1) e^(-rate x) / Gamma(a)``."""
 
-    arg_constraints = {"concentration": "GreaterThan(lower_bound=0.0)", "rate": "GreaterThan(lower_bound=0.0)"}
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.nonnegative
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
         super().__init__(self.concentration.shape, validate_args=validate_args)
-        _positive(self, "concentration", self.concentration)
-        _positive(self, "rate", self.rate)
 
     mean = property(lambda self: self.concentration / self.rate)
     mode = property(lambda self: F.clamp((self.concentration - 1) / self.rate, min=0))
@@ -54,10 +50,12 @@ class Gamma(Distribution):
         return value + (F.clamp(value.detach(), min=floor) - value.detach())
 
     def log_prob(self, value):
+        self._validate_sample(value)
         a, b = self.concentration, self.rate
         return MX.xlogy(a, b) + MX.xlogy(a - 1, value) - b * value - MX.lgamma(a)
 
     def cdf(self, value):
+        self._validate_sample(value)
         return MX.igamma(self.concentration, value * self.rate)
 
     def entropy(self):
@@ -68,7 +66,7 @@ class Gamma(Distribution):
 class Chi2(Gamma):
     """``Chi2(df)``: ``Gamma(df / 2, 1 / 2)``."""
 
-    arg_constraints = {"df": "GreaterThan(lower_bound=0.0)"}
+    arg_constraints = {"df": constraints.positive}
 
     def __init__(self, df, validate_args=None):
         (df,) = broadcast_all(df)
@@ -80,14 +78,14 @@ class Chi2(Gamma):
 class Dirichlet(Distribution):
     """``Dirichlet(concentration)`` over the probability simplex of the last dim."""
 
-    arg_constraints = {"concentration": "IndependentConstraint(GreaterThan(lower_bound=0.0), 1)"}
+    arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
+    support = constraints.simplex
 
     def __init__(self, concentration, validate_args=None):
         if concentration.ndim < 1:
             raise ValueError("`concentration` parameter must be at least one-dimensional.")
         self.concentration = concentration
         super().__init__(concentration.shape[:-1], concentration.shape[-1:], validate_args)
-        _positive(self, "concentration", concentration)
 
     @property
     def mean(self):
@@ -112,6 +110,7 @@ class Dirichlet(Distribution):
         return dirichlet(F.expand(self.concentration, tuple(self._extended_shape(sample_shape))))
 
     def log_prob(self, value):
+        self._validate_sample(value)
         c = self.concentration
         return (F.sum(MX.xlogy(c - 1, value), -1) + MX.lgamma(F.sum(c, -1))
                 - F.sum(MX.lgamma(c), -1))
@@ -127,8 +126,8 @@ class Dirichlet(Distribution):
 class Beta(Distribution):
     """``Beta(concentration1, concentration0)`` on ``[0, 1]``: a two-category Dirichlet."""
 
-    arg_constraints = {"concentration1": "GreaterThan(lower_bound=0.0)",
-                       "concentration0": "GreaterThan(lower_bound=0.0)"}
+    arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
+    support = constraints.unit_interval
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
@@ -149,6 +148,7 @@ class Beta(Distribution):
         return self._dirichlet.rsample(sample_shape)[..., 0]
 
     def log_prob(self, value):
+        self._validate_sample(value)
         return self._dirichlet.log_prob(F.stack([value, 1.0 - value], -1))
 
     def entropy(self):
@@ -158,12 +158,12 @@ class Beta(Distribution):
 class Poisson(Distribution):
     """``Poisson(rate)``: counts with ``P(k) = rate^k e^-rate / k!``."""
 
-    arg_constraints = {"rate": "GreaterThanEq(lower_bound=0.0)"}
+    arg_constraints = {"rate": constraints.nonnegative}
+    support = constraints.nonnegative_integer
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
         super().__init__(self.rate.shape, validate_args=validate_args)
-        self._check("rate", self.rate, self.rate >= 0, self.arg_constraints["rate"])
 
     mean = variance = property(lambda self: self.rate)
     mode = property(lambda self: F.floor(self.rate))
@@ -175,6 +175,7 @@ class Poisson(Distribution):
             return draw(self.rate, shape, lambda rng, s: rng.poisson(lam.numpy(), s))
 
     def log_prob(self, value):
+        self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return MX.xlogy(value, rate) - rate - MX.lgamma(value + 1)
 
@@ -182,14 +183,12 @@ class Poisson(Distribution):
 class StudentT(Distribution):
     """``StudentT(df, loc=0, scale=1)``."""
 
-    arg_constraints = {"df": "GreaterThan(lower_bound=0.0)", "loc": "Real()",
-                       "scale": "GreaterThan(lower_bound=0.0)"}
+    arg_constraints = {"df": constraints.positive, "loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
 
     def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
         self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
         super().__init__(self.df.shape, validate_args=validate_args)
-        _positive(self, "df", self.df)
-        _positive(self, "scale", self.scale)
 
     mean = property(lambda self: F.where(self.df > 1, self.loc, float("nan")))
     mode = property(lambda self: self.loc)
@@ -209,6 +208,7 @@ class StudentT(Distribution):
         return self.loc + self.scale * x * F.rsqrt(z / self.df)
 
     def log_prob(self, value):
+        self._validate_sample(value)
         y = (value - self.loc) / self.scale
         z = (F.log(self.scale) + 0.5 * F.log(self.df) + 0.5 * math.log(math.pi)
              + MX.lgamma(0.5 * self.df) - MX.lgamma(0.5 * (self.df + 1.0)))
