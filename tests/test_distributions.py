@@ -43,6 +43,13 @@ CASES = {
     "Dirichlet": (lambda D, a: D.Dirichlet(a), [SCALE], np.array([[0.2, 0.5, 0.3], [0.6, 0.1, 0.3]])),
     "Poisson": (lambda D, r: D.Poisson(r), [SCALE], RNG.integers(0, 5, (3, 2, 3)) * 1.0),
     "StudentT": (lambda D, df, l, s: D.StudentT(df * 3, l, s), [SCALE, LOC, PROBS], RNG.standard_normal((2, 3))),
+    "Cauchy": (lambda D, l, s: D.Cauchy(l, s), [LOC, SCALE], RNG.standard_normal((4, 2, 3)) * 3),
+    "LogNormal": (lambda D, l, s: D.LogNormal(l, s), [LOC, SCALE], RNG.uniform(0.1, 4, (4, 2, 3))),
+    "HalfNormal": (lambda D, s: D.HalfNormal(s), [SCALE], RNG.uniform(0.0, 3, (4, 2, 3))),
+    "HalfCauchy": (lambda D, s: D.HalfCauchy(s), [SCALE], RNG.uniform(0.0, 3, (2, 3))),
+    "Gumbel": (lambda D, l, s: D.Gumbel(l, s), [LOC, SCALE], RNG.standard_normal((4, 2, 3)) * 2),
+    "Weibull": (lambda D, s, c: D.Weibull(s, c + 0.5), [SCALE, PROBS], RNG.uniform(0.1, 3, (2, 3))),
+    "Pareto": (lambda D, s, a: D.Pareto(s, a * 3), [SCALE, PROBS], 2 + RNG.uniform(0.0, 3, (2, 3))),
 }
 ATTRIBUTES = ["mean", "variance", "stddev", "mode"]
 
@@ -72,21 +79,25 @@ def test_distribution_matches_torch(name):
             continue
         _close(getattr(ours, attr), want, attr)
     results = [(ours.log_prob(ours_v), theirs.log_prob(theirs_v), "log_prob")]
-    if hasattr(theirs, "entropy"):
+    probs = RNG.uniform(0.05, 0.95, tuple(theirs.batch_shape))
+    for what, a, b in (("entropy", (), ()), ("cdf", (ours_v,), (theirs_v,)),
+                       ("icdf", (tg.tensor(probs),), (torch.tensor(probs),))):
         try:
-            results.append((ours.entropy(), theirs.entropy(), "entropy"))
+            want = getattr(theirs, what)(*b)
         except NotImplementedError:
-            pass
-    # (Gamma's and Chi2's cdf: tests/test_distributions_rsample.py, as torch's has no gradient in
-    # the concentration)
-    if name.split("-")[0] in ("Normal", "Uniform", "Laplace", "Exponential"):
-        results.append((ours.cdf(ours_v), theirs.cdf(theirs_v), "cdf"))
+            continue
+        results.append((getattr(ours, what)(*a), want, what))
     for a, b, what in results:
         _close(a, b, what)
         cot = RNG.standard_normal(tuple(b.shape))
         # (retain_graph: log_prob and entropy share the cached parametrisation's graph)
+        try:
+            gb = torch.autograd.grad(b, theirs_p, torch.tensor(cot), allow_unused=True, retain_graph=True)
+        except NotImplementedError:  # (igamma's gradient in a: tests/test_distributions_rsample.py)
+            with pytest.raises(NotImplementedError):
+                tg.autograd.grad(a, ours_p, tg.tensor(cot), allow_unused=True, retain_graph=True)
+            continue
         ga = tg.autograd.grad(a, ours_p, tg.tensor(cot), allow_unused=True, retain_graph=True)
-        gb = torch.autograd.grad(b, theirs_p, torch.tensor(cot), allow_unused=True, retain_graph=True)
         for x, y in zip(ga, gb):
             if y is not None:
                 _close(x, y, f"gradient of {what}")
@@ -197,7 +208,9 @@ def test_reparametrized_sampling_compiles_to_eager_values():
         x = D.Normal(loc, scale).rsample((3,)) + D.Laplace(loc, scale).rsample((3,))
         y = D.Uniform(loc, loc + scale).rsample((3,)) + D.Exponential(scale).rsample((3,))
         z = D.MultivariateNormal(loc, scale_tril=tril).rsample((3,))
-        return (x * y + z).sum()
+        w = (D.Cauchy(loc, scale).rsample((3,)) + D.LogNormal(loc, scale).rsample((3,))
+             + D.Gumbel(loc, scale).rsample((3,)) * D.HalfNormal(scale).rsample((3,)))
+        return (x * y + z + w.tanh()).sum()
 
     results = []
     for run in (objective, tg.compile(objective, fullgraph=True)):

@@ -1,4 +1,4 @@
-"""Continuous distributions: ``Normal``, ``Uniform``, ``Laplace``, ``Exponential``
+"""Continuous distributions: ``Normal``, ``Uniform``, ``Laplace``, ``Cauchy``, ``Exponential``
 (PyTorch's formulas; ``rsample`` reparametrized, so gradients flow through samples)."""
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _noise(kind, shape, like):
 
 
 class _LocationScale(Distribution):
-    """A family with a location and a positive scale (Normal, Laplace)."""
+    """A family with a location and a positive scale (Normal, Laplace, Cauchy)."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
@@ -111,6 +111,9 @@ class Uniform(Distribution):
         self._validate_sample(value)
         return F.clamp((value - self.low) / (self.high - self.low), 0, 1)
 
+    def icdf(self, value):
+        return value * (self.high - self.low) + self.low
+
     def entropy(self):
         return F.log(self.high - self.low)
 
@@ -136,8 +139,38 @@ class Laplace(_LocationScale):
         self._validate_sample(value)
         return 0.5 - 0.5 * F.sign(value - self.loc) * F.expm1(-F.abs(value - self.loc) / self.scale)
 
+    def icdf(self, value):
+        term = value - 0.5
+        return self.loc - self.scale * F.sign(term) * F.log1p(-2 * F.abs(term))
+
     def entropy(self):
         return 1 + F.log(2 * self.scale)
+
+
+class Cauchy(_LocationScale):
+    """``Cauchy(loc, scale)``: density ``1 / (pi scale (1 + ((x - loc) / scale)^2))``; no mean."""
+
+    mode = property(lambda self: self.loc)
+    mean = property(lambda self: creation.full(tuple(self._extended_shape()), float("nan"), dtype=self.loc.dtype))
+    variance = property(lambda self: creation.full(tuple(self._extended_shape()), float("inf"), dtype=self.loc.dtype))
+
+    def rsample(self, sample_shape=()):
+        u = _noise("uniform", self._extended_shape(sample_shape), self.loc)
+        return self.loc + F.tan(math.pi * (u - 0.5)) * self.scale  # (the standard Cauchy's icdf)
+
+    def log_prob(self, value):
+        self._validate_sample(value)
+        return -math.log(math.pi) - F.log(self.scale) - F.log1p(((value - self.loc) / self.scale) ** 2)
+
+    def cdf(self, value):
+        self._validate_sample(value)
+        return F.atan((value - self.loc) / self.scale) / math.pi + 0.5
+
+    def icdf(self, value):
+        return F.tan(math.pi * (value - 0.5)) * self.scale + self.loc
+
+    def entropy(self):
+        return math.log(4 * math.pi) + F.log(self.scale)
 
 
 class Exponential(Distribution):
@@ -168,8 +201,11 @@ class Exponential(Distribution):
         self._validate_sample(value)
         return 1 - F.exp(-self.rate * value)
 
+    def icdf(self, value):
+        return -F.log1p(-value) / self.rate
+
     def entropy(self):
         return 1.0 - F.log(self.rate)
 
 
-__all__ = ["Normal", "Uniform", "Laplace", "Exponential"]
+__all__ = ["Normal", "Uniform", "Laplace", "Cauchy", "Exponential"]

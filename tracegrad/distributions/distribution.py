@@ -45,6 +45,26 @@ class Distribution:
             raise ValueError(f"set_default_validate_args expects True or False, got {value!r}")
         Distribution._validate_default = bool(value)
 
+    def expand(self, batch_shape, _instance=None):
+        """This distribution with its batch dims broadcast to ``batch_shape`` (views of the
+        parameters, not copies; no new checks): the tensors named in ``arg_constraints`` or
+        ``_expand_attrs`` and the inner distributions of the same batch shape are expanded,
+        the other attributes shared."""
+        batch_shape, old = Size(batch_shape), len(self._batch_shape)
+        new = _instance if _instance is not None else object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        batched = set(self.arg_constraints) | set(self._expand_attrs)
+        for name, value in self.__dict__.items():
+            if isinstance(value, Tensor) and name in batched:
+                new.__dict__[name] = F.expand(value, tuple(batch_shape) + tuple(value.shape[old:]))
+            elif isinstance(value, Distribution) and value.batch_shape == self._batch_shape:
+                new.__dict__[name] = value.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    _expand_attrs = ()  # (tensors batched like the parameters, besides those in arg_constraints)
+
     @property
     def batch_shape(self):
         return self._batch_shape

@@ -118,6 +118,12 @@ class Independent(Distribution):
         self.base_dist, self.reinterpreted_batch_ndims = base_distribution, reinterpreted_batch_ndims
         super().__init__(batch[:cut], batch[cut:] + tuple(base_distribution.event_shape), validate_args)
 
+    def expand(self, batch_shape, _instance=None):
+        n = self.reinterpreted_batch_ndims
+        new = super().expand(batch_shape, _instance)
+        new.base_dist = self.base_dist.expand(tuple(batch_shape) + tuple(self._event_shape[:n]))
+        return new
+
     has_rsample = property(lambda self: self.base_dist.has_rsample)
     mean = property(lambda self: self.base_dist.mean)
     mode = property(lambda self: self.base_dist.mode)
