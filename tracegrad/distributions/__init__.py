@@ -20,6 +20,7 @@ from . import transforms  # noqa: F401
 from .constraint_registry import biject_to, transform_to
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical
+from .discrete_counts import Binomial, Geometric, Multinomial, NegativeBinomial
 from .distribution import Distribution
 from .gamma_family import Beta, Chi2, Dirichlet, Gamma, Poisson, StudentT
 from .kl import kl_divergence, register_kl
@@ -32,4 +33,4 @@ from . import kl  # noqa: F401
 __all__ = ["Distribution", "Normal", "Uniform", "Laplace", "Cauchy", "Exponential", "Bernoulli", "Categorical",
            "OneHotCategorical", "MultivariateNormal", "Independent", "Gamma", "Chi2", "Beta", "Dirichlet",
            "Poisson", "StudentT", "TransformedDistribution", "LogNormal", "HalfNormal", "HalfCauchy", "Gumbel",
-           "Weibull", "Pareto", "kl_divergence", "register_kl", "biject_to", "transform_to"] + _transforms_all
+           "Weibull", "Pareto", "Binomial", "Geometric", "Multinomial", "NegativeBinomial", "kl_divergence", "register_kl", "biject_to", "transform_to"] + _transforms_all

@@ -23,7 +23,35 @@ def _clamp_probs(probs):
     return F.clamp(probs, eps, 1 - eps)
 
 
-class Bernoulli(Distribution):
+class BinaryParametrised(Distribution):
+    """A distribution given by a success probability ``probs`` or its ``logits``
+    (``log(p / (1 - p))``), one of the two; the other is computed on first use (PyTorch's
+    lazy_property: ``probs = sigmoid(logits)``, ``logits`` from probs clamped inside (0, 1))."""
+
+    def _probs_or_logits(self, probs, logits, *others):
+        """Store the given parametrisation broadcast with ``others`` (returned, in its dtype)."""
+        _one_of(probs, logits)
+        name, value = ("probs", probs) if probs is not None else ("logits", logits)
+        value, *others = broadcast_all(value, *others)
+        setattr(self, name, value)
+        return [F.cast(o, value.dtype) for o in others]
+
+    _param = property(lambda self: self.__dict__["probs"] if "probs" in self.__dict__ else self.__dict__["logits"])
+    param_shape = property(lambda self: self._param.shape)
+
+    def __getattr__(self, name):
+        given = self.__dict__
+        if name == "probs" and "logits" in given:
+            self.probs = F.sigmoid(given["logits"])
+            return self.probs
+        if name == "logits" and "probs" in given:
+            p = _clamp_probs(given["probs"])
+            self.logits = F.log(p) - F.log1p(-p)
+            return self.logits
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+class Bernoulli(BinaryParametrised):
     """``Bernoulli(probs=p)`` or ``Bernoulli(logits=log(p / (1 - p)))``: 1 with probability p.
 
     >>> import tracegrad as tg
@@ -36,23 +64,8 @@ class Bernoulli(Distribution):
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-            super().__init__(self.probs.shape, validate_args=validate_args)
-        else:
-            (self.logits,) = broadcast_all(logits)
-            super().__init__(self.logits.shape, validate_args=validate_args)
-
-    def __getattr__(self, name):  # (the other parametrisation, computed on first use)
-        if name == "probs":
-            self.probs = F.sigmoid(self.__dict__["logits"])
-            return self.probs
-        if name == "logits":
-            p = _clamp_probs(self.__dict__["probs"])
-            self.logits = F.log(p) - F.log1p(-p)
-            return self.logits
-        raise AttributeError(name)
+        self._probs_or_logits(probs, logits)
+        super().__init__(self._param.shape, validate_args=validate_args)
 
     mean = property(lambda self: self.probs)
     variance = property(lambda self: self.probs * (1 - self.probs))
@@ -76,8 +89,7 @@ class Bernoulli(Distribution):
         return NF.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
     def enumerate_support(self, expand=True):
-        values = F.reshape(creation.arange(2, dtype=self.probs.dtype if "probs" in self.__dict__
-                                           else self.logits.dtype), (2,) + (1,) * len(self.batch_shape))
+        values = F.reshape(creation.arange(2, dtype=self._param.dtype), (2,) + (1,) * len(self.batch_shape))
         return F.expand(values, (2,) + tuple(self.batch_shape)) if expand else values
 
 
