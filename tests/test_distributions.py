@@ -60,6 +60,15 @@ CASES = {
     "NegativeBinomial-logits": (lambda D, n, l: D.NegativeBinomial(n, logits=l), [SCALE, LOC],
                                 RNG.integers(0, 6, (2, 3)) * 1.0),
     "Multinomial-probs": (lambda D, p: D.Multinomial(4, probs=p), [PROBS], np.array([[1.0, 2.0, 1.0], [0.0, 4.0, 0.0]])),
+    "LowRankMultivariateNormal": (lambda D, l, w, d: D.LowRankMultivariateNormal(l, w, d), [LOC, A[..., :2], SCALE],
+                                  RNG.standard_normal((4, 2, 3))),
+    "LowRankMultivariateNormal-broadcast": (lambda D, l, w, d: D.LowRankMultivariateNormal(l[0], w, d[0]),
+                                            [LOC, A[..., :1], SCALE], RNG.standard_normal((2, 3))),
+    "MixtureSameFamily": (lambda D, lg, l, s: D.MixtureSameFamily(D.Categorical(logits=lg[:, :3]), D.Normal(l, s)),
+                          [LOGITS, LOC, SCALE], RNG.standard_normal((4, 2))),
+    "MixtureSameFamily-mvn": (lambda D, lg, l, c: D.MixtureSameFamily(
+        D.Categorical(logits=lg[:, :2]), D.MultivariateNormal(l[:, None].expand(2, 2, 3), c)),
+        [LOGITS, LOC, COV], RNG.standard_normal((4, 2, 3))),
     "Multinomial-logits": (lambda D, l: D.Multinomial(3, logits=l), [LOGITS],
                            np.array([[[1.0, 2.0, 0.0, 0.0], [0.0, 1.0, 1.0, 1.0]]] * 2)),
 }
@@ -182,6 +191,11 @@ def test_rsample_carries_gradients_and_samples_have_the_right_statistics():
               D.NegativeBinomial(3.0, probs=tg.tensor(0.4))):
         draws = d.sample((20000,)).numpy()
         np.testing.assert_allclose(draws.mean(), float(d.mean), atol=0.05 * max(1.0, float(d.stddev)))
+    mix = D.MixtureSameFamily(D.Categorical(tg.tensor([0.3, 0.7])), D.Normal(tg.tensor([-2.0, 1.0]), tg.tensor([0.5, 1.0])))
+    np.testing.assert_allclose(mix.sample((20000,)).numpy().mean(), float(mix.mean), atol=0.05)
+    low_rank = D.LowRankMultivariateNormal(tg.zeros(2, dtype=tg.float64), tg.tensor([[1.0], [0.5]], dtype=tg.float64),
+                                           tg.tensor([0.5, 1.0], dtype=tg.float64))
+    np.testing.assert_allclose(np.cov(low_rank.sample((40000,)).numpy().T), low_rank.covariance_matrix.numpy(), atol=0.06)
     counts = D.Multinomial(10, probs=tg.tensor([0.2, 0.3, 0.5])).sample((20000,)).numpy()
     assert (counts.sum(-1) == 10).all()
     np.testing.assert_allclose(counts.mean(0), [2.0, 3.0, 5.0], atol=0.05)
@@ -226,7 +240,8 @@ def test_reparametrized_sampling_compiles_to_eager_values():
     def objective(loc, scale):
         x = D.Normal(loc, scale).rsample((3,)) + D.Laplace(loc, scale).rsample((3,))
         y = D.Uniform(loc, loc + scale).rsample((3,)) + D.Exponential(scale).rsample((3,))
-        z = D.MultivariateNormal(loc, scale_tril=tril).rsample((3,))
+        z = D.MultivariateNormal(loc, scale_tril=tril).rsample((3,)) + \
+            D.LowRankMultivariateNormal(loc, tril, scale).rsample((3,))
         w = (D.Cauchy(loc, scale).rsample((3,)) + D.LogNormal(loc, scale).rsample((3,))
              + D.Gumbel(loc, scale).rsample((3,)) * D.HalfNormal(scale).rsample((3,)))
         return (x * y + z + w.tanh()).sum()
@@ -286,3 +301,22 @@ def test_log_prob_checks_its_value_against_the_support_as_torch(build, value):
             build(lib).log_prob(lib.tensor(value))
     with pytest.raises(ValueError, match="The right-most size of value must match event_shape"):
         tg.distributions.Dirichlet(tg.tensor([1.0, 2.0])).log_prob(tg.tensor([0.5, 0.3, 0.2]))
+
+
+EXPANDED = ["Normal", "Uniform", "Bernoulli-logits", "Categorical-probs", "MultivariateNormal-tril", "Independent",
+            "Beta", "Dirichlet", "StudentT", "LogNormal", "Gumbel", "Weibull", "Binomial-probs", "Multinomial-probs",
+            "LowRankMultivariateNormal-broadcast", "MixtureSameFamily", "HalfNormal"]
+
+
+@pytest.mark.parametrize("name", EXPANDED)
+def test_expand_matches_torch(name):
+    out = []
+    for lib in (tg, torch):
+        d, _, value = _make(lib, name)
+        while value.ndim > len(d.batch_shape) + len(d.event_shape):  # (one value per batch entry)
+            value = value[0]
+        batch = (4,) + tuple(d.batch_shape)
+        e = d.expand(batch)
+        out.append((tuple(e.batch_shape), tuple(e.event_shape), e.log_prob(value), tuple(e.sample((2,)).shape)))
+    assert out[0][0] == out[1][0] and out[0][1] == out[1][1] and out[0][3] == out[1][3]
+    _close(out[0][2], out[1][2], "log_prob")

@@ -24,6 +24,8 @@ from .discrete_counts import Binomial, Geometric, Multinomial, NegativeBinomial
 from .distribution import Distribution
 from .gamma_family import Beta, Chi2, Dirichlet, Gamma, Poisson, StudentT
 from .kl import kl_divergence, register_kl
+from .low_rank import LowRankMultivariateNormal
+from .mixture import MixtureSameFamily
 from .multivariate import Independent, MultivariateNormal
 from .transformed import Gumbel, HalfCauchy, HalfNormal, LogNormal, Pareto, TransformedDistribution, Weibull
 from .transforms import *  # noqa: F401,F403  (the transforms at the top level too, as PyTorch's)
@@ -33,4 +35,5 @@ from . import kl  # noqa: F401
 __all__ = ["Distribution", "Normal", "Uniform", "Laplace", "Cauchy", "Exponential", "Bernoulli", "Categorical",
            "OneHotCategorical", "MultivariateNormal", "Independent", "Gamma", "Chi2", "Beta", "Dirichlet",
            "Poisson", "StudentT", "TransformedDistribution", "LogNormal", "HalfNormal", "HalfCauchy", "Gumbel",
-           "Weibull", "Pareto", "Binomial", "Geometric", "Multinomial", "NegativeBinomial", "kl_divergence", "register_kl", "biject_to", "transform_to"] + _transforms_all
+           "Weibull", "Pareto", "Binomial", "Geometric", "Multinomial", "NegativeBinomial", "LowRankMultivariateNormal", "MixtureSameFamily",
+           "kl_divergence", "register_kl", "biject_to", "transform_to"] + _transforms_all
