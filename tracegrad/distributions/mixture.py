@@ -7,7 +7,7 @@ differentiates and compiles; ``sample`` picks components eagerly (no rsample, as
 >>> mix = D.MixtureSameFamily(D.Categorical(tg.tensor([0.3, 0.7])),
 ...                           D.Normal(tg.tensor([-1.0, 1.0]), tg.tensor([0.5, 0.5])))
 >>> mix.log_prob(tg.tensor(1.0))
-tensor(-0.5311)
+tensor(-0.5823)
 """
 from __future__ import annotations
 
