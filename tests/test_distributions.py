@@ -146,7 +146,61 @@ KL_PAIRS = {
     "Beta": (lambda D, a, b: (D.Beta(b, a.abs() + 0.5), D.Beta(b * 2, b + 1)), [LOC, SCALE]),
     "Dirichlet": (lambda D, a, b: (D.Dirichlet(b), D.Dirichlet(a.abs() + 0.5)), [LOC, SCALE]),
     "Poisson": (lambda D, a, b: (D.Poisson(b), D.Poisson(a.abs() + 0.1)), [LOC, SCALE]),
+    "Binomial": (lambda D, a, b: (D.Binomial(5, logits=a), D.Binomial(5, probs=b / 2.5)), [LOC, SCALE]),
+    "Binomial-inf": (lambda D, a, b: (D.Binomial(b.detach().round() + 3, logits=a), D.Binomial(3, logits=-a)),
+                     [LOC, SCALE]),
+    "Cauchy": (lambda D, a, b: (D.Cauchy(a, b), D.Cauchy(a * 2, b + 1)), [LOC, SCALE]),
+    "Geometric": (lambda D, a, b: (D.Geometric(logits=a), D.Geometric(probs=b / 2.5)), [LOC, SCALE]),
+    "Gumbel": (lambda D, a, b: (D.Gumbel(a, b), D.Gumbel(-a, b * 2)), [LOC, SCALE]),
+    "HalfNormal": (lambda D, a, b: (D.HalfNormal(b), D.HalfNormal(a.abs() + 0.2)), [LOC, SCALE]),
+    "Pareto": (lambda D, a, b: (D.Pareto(b, a.abs() + 0.5), D.Pareto(b * 0.5 + 0.25 * a.abs(), b)), [LOC, SCALE]),
+    "LogNormal": (lambda D, a, b: (D.LogNormal(a, b), D.LogNormal(a + 1, b * 2)), [LOC, SCALE]),
+    "LowRank": (lambda D, a, w: (D.LowRankMultivariateNormal(a, w[..., :2], a.abs() + 0.5),
+                                 D.LowRankMultivariateNormal(a * 2, w[..., 1:], a.abs() + 1)), [LOC, A]),
+    "MVN-LowRank": (lambda D, a, w: (D.MultivariateNormal(a, scale_tril=_tril(w)),
+                                     D.LowRankMultivariateNormal(a * 2, w[..., 1:], a.abs() + 1)), [LOC, A]),
+    "LowRank-MVN": (lambda D, a, w: (D.LowRankMultivariateNormal(a * 2, w[..., 1:], a.abs() + 1),
+                                     D.MultivariateNormal(a, scale_tril=_tril(w))), [LOC, A]),
+    # different families (PyTorch's closed forms, or inf)
+    "Bernoulli-Poisson": (lambda D, a, b: (D.Bernoulli(logits=a), D.Poisson(b)), [LOC, SCALE]),
+    "Beta-Exponential": (lambda D, a, b: (D.Beta(b, a.abs() + 0.5), D.Exponential(b)), [LOC, SCALE]),
+    "Beta-Gamma": (lambda D, a, b: (D.Beta(b, a.abs() + 0.5), D.Gamma(b + 1, a.abs() + 0.2)), [LOC, SCALE]),
+    "Beta-Normal": (lambda D, a, b: (D.Beta(b, a.abs() + 0.5), D.Normal(a, b)), [LOC, SCALE]),
+    "Beta-Uniform": (lambda D, a, b: (D.Beta(b, a.abs() + 0.5), D.Uniform(a * 0 - 0.5, b + 1)), [LOC, SCALE]),
+    "Beta-Pareto": (lambda D, a, b: (D.Beta(b, a.abs() + 0.5), D.Pareto(b, b)), [LOC, SCALE]),
+    "Exponential-Gamma": (lambda D, a, b: (D.Exponential(b), D.Gamma(a.abs() + 0.5, b + 1)), [LOC, SCALE]),
+    "Exponential-Gumbel": (lambda D, a, b: (D.Exponential(b), D.Gumbel(a, b + 1)), [LOC, SCALE]),
+    "Exponential-Normal": (lambda D, a, b: (D.Exponential(b), D.Normal(a, b + 1)), [LOC, SCALE]),
+    "Exponential-Uniform": (lambda D, a, b: (D.Exponential(b), D.Uniform(a, a + b)), [LOC, SCALE]),
+    "Gamma-Exponential": (lambda D, a, b: (D.Gamma(b, a.abs() + 0.5), D.Exponential(b)), [LOC, SCALE]),
+    "Gamma-Gumbel": (lambda D, a, b: (D.Gamma(b, a.abs() + 0.5), D.Gumbel(a, b + 1)), [LOC, SCALE]),
+    "Gamma-Normal": (lambda D, a, b: (D.Gamma(b, a.abs() + 0.5), D.Normal(a, b + 1)), [LOC, SCALE]),
+    "Gumbel-Normal": (lambda D, a, b: (D.Gumbel(a, b), D.Normal(-a, b + 1)), [LOC, SCALE]),
+    "Gumbel-Gamma": (lambda D, a, b: (D.Gumbel(a, b), D.Gamma(b, b)), [LOC, SCALE]),
+    "Laplace-Normal": (lambda D, a, b: (D.Laplace(a, b), D.Normal(-a, b + 1)), [LOC, SCALE]),
+    "Laplace-Uniform": (lambda D, a, b: (D.Laplace(a, b), D.Uniform(a, a + b)), [LOC, SCALE]),
+    "Normal-Gumbel": (lambda D, a, b: (D.Normal(a, b), D.Gumbel(-a, b + 1)), [LOC, SCALE]),
+    "Normal-Laplace": (lambda D, a, b: (D.Normal(a, b), D.Laplace(-a, b + 1)), [LOC, SCALE]),
+    "Normal-Gamma": (lambda D, a, b: (D.Normal(a, b), D.Gamma(b, b)), [LOC, SCALE]),
+    "Pareto-Exponential": (lambda D, a, b: (D.Pareto(b, a.abs() + 0.5), D.Exponential(b)), [LOC, SCALE]),
+    "Pareto-Gamma": (lambda D, a, b: (D.Pareto(b, a.abs() + 0.5), D.Gamma(b, b + 1)), [LOC, SCALE]),
+    "Pareto-Normal": (lambda D, a, b: (D.Pareto(b, a.abs() * 3 + 0.5), D.Normal(a, b)), [LOC, SCALE]),
+    "Pareto-Uniform": (lambda D, a, b: (D.Pareto(b, b), D.Uniform(a, a + b)), [LOC, SCALE]),
+    "Poisson-Bernoulli": (lambda D, a, b: (D.Poisson(b), D.Bernoulli(logits=a)), [LOC, SCALE]),
+    "Poisson-Binomial": (lambda D, a, b: (D.Poisson(b), D.Binomial(4, logits=a)), [LOC, SCALE]),
+    "Uniform-Beta": (lambda D, a, b: (D.Uniform(b * 0.1, b * 0.1 + 0.3), D.Beta(b, a.abs() + 0.5)), [LOC, SCALE]),
+    "Uniform-Beta-outside": (lambda D, a, b: (D.Uniform(a, a + b), D.Beta(b, b)), [LOC, SCALE]),
+    "Uniform-Exponential": (lambda D, a, b: (D.Uniform(a, a + b), D.Exponential(b)), [LOC, SCALE]),
+    "Uniform-Gamma": (lambda D, a, b: (D.Uniform(a.abs(), a.abs() + b), D.Gamma(b, b + 1)), [LOC, SCALE]),
+    "Uniform-Gumbel": (lambda D, a, b: (D.Uniform(a, a + b), D.Gumbel(-a, b + 1)), [LOC, SCALE]),
+    "Uniform-Normal": (lambda D, a, b: (D.Uniform(a, a + b), D.Normal(-a, b + 1)), [LOC, SCALE]),
+    "Uniform-Pareto": (lambda D, a, b: (D.Uniform(a.abs() + 0.5, a.abs() + b + 0.5), D.Pareto(b * 0.3, b)), [LOC, SCALE]),
 }
+
+
+def _tril(w):
+    """A Cholesky factor made of ``w`` (either library's tensor)."""
+    return w.tril(-1) + (w.diagonal(0, -2, -1).abs() + 1).diag_embed()
 
 
 @pytest.mark.parametrize("name", sorted(KL_PAIRS))
@@ -320,3 +374,15 @@ def test_expand_matches_torch(name):
         out.append((tuple(e.batch_shape), tuple(e.event_shape), e.log_prob(value), tuple(e.sample((2,)).shape)))
     assert out[0][0] == out[1][0] and out[0][1] == out[1][1] and out[0][3] == out[1][3]
     _close(out[0][2], out[1][2], "log_prob")
+
+
+def test_every_kl_pair_torch_registers_between_our_families_is_registered():
+    from torch.distributions.kl import _KL_REGISTRY
+
+    from tracegrad.distributions.kl import _KL
+
+    ours = {(p.__name__, q.__name__) for p, q in _KL}
+    D = tg.distributions
+    missing = sorted((p.__name__, q.__name__) for p, q in _KL_REGISTRY
+                     if hasattr(D, p.__name__) and hasattr(D, q.__name__) and (p.__name__, q.__name__) not in ours)
+    assert not missing, f"KL pairs PyTorch registers and we do not: {missing}"

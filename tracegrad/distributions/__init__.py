@@ -30,7 +30,7 @@ from .multivariate import Independent, MultivariateNormal
 from .transformed import Gumbel, HalfCauchy, HalfNormal, LogNormal, Pareto, TransformedDistribution, Weibull
 from .transforms import *  # noqa: F401,F403  (the transforms at the top level too, as PyTorch's)
 from .transforms import __all__ as _transforms_all
-from . import kl  # noqa: F401
+from . import kl, kl_cross, kl_more  # noqa: F401  (register their pairs)
 
 __all__ = ["Distribution", "Normal", "Uniform", "Laplace", "Cauchy", "Exponential", "Bernoulli", "Categorical",
            "OneHotCategorical", "MultivariateNormal", "Independent", "Gamma", "Chi2", "Beta", "Dirichlet",
