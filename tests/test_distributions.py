@@ -69,6 +69,18 @@ CASES = {
     "MixtureSameFamily-mvn": (lambda D, lg, l, c: D.MixtureSameFamily(
         D.Categorical(logits=lg[:, :2]), D.MultivariateNormal(l[:, None].expand(2, 2, 3), c)),
         [LOGITS, LOC, COV], RNG.standard_normal((4, 2, 3))),
+    "RelaxedBernoulli": (lambda D, t, p: D.RelaxedBernoulli(t, probs=p), [SCALE, PROBS],
+                         RNG.uniform(0.05, 0.95, (4, 2, 3))),
+    "RelaxedBernoulli-logits": (lambda D, t, l: D.RelaxedBernoulli(t[0, 0], logits=l), [SCALE, LOC],
+                                RNG.uniform(0.05, 0.95, (2, 3))),
+    "RelaxedOneHotCategorical": (lambda D, t, l: D.RelaxedOneHotCategorical(t[0, 0], logits=l), [SCALE, LOGITS],
+                                 RNG.dirichlet(np.ones(4), (3, 2))),
+    "ContinuousBernoulli": (lambda D, p: D.ContinuousBernoulli(probs=p), [np.array([[0.1, 0.4995, 0.5], [0.7, 0.99, 0.3]])],
+                            RNG.uniform(0.0, 1.0, (4, 2, 3))),
+    "ContinuousBernoulli-logits": (lambda D, l: D.ContinuousBernoulli(logits=l), [LOC], RNG.uniform(0.0, 1.0, (2, 3))),
+    "VonMises": (lambda D, l, k: D.VonMises(l, k * 3), [LOC, SCALE], RNG.uniform(-np.pi, np.pi, (4, 2, 3))),
+    "OneHotCategoricalStraightThrough": (lambda D, l: D.OneHotCategoricalStraightThrough(logits=l), [LOGITS],
+                                         np.eye(4)[[2, 0]]),
     "Multinomial-logits": (lambda D, l: D.Multinomial(3, logits=l), [LOGITS],
                            np.array([[[1.0, 2.0, 0.0, 0.0], [0.0, 1.0, 1.0, 1.0]]] * 2)),
 }
@@ -194,6 +206,16 @@ KL_PAIRS = {
     "Uniform-Gamma": (lambda D, a, b: (D.Uniform(a.abs(), a.abs() + b), D.Gamma(b, b + 1)), [LOC, SCALE]),
     "Uniform-Gumbel": (lambda D, a, b: (D.Uniform(a, a + b), D.Gumbel(-a, b + 1)), [LOC, SCALE]),
     "Uniform-Normal": (lambda D, a, b: (D.Uniform(a, a + b), D.Normal(-a, b + 1)), [LOC, SCALE]),
+    "ContinuousBernoulli": (lambda D, a, b: (D.ContinuousBernoulli(logits=a), D.ContinuousBernoulli(probs=b / 2.5)),
+                            [LOC, SCALE]),
+    "Beta-ContinuousBernoulli": (lambda D, a, b: (D.Beta(b, b + 1), D.ContinuousBernoulli(logits=a)), [LOC, SCALE]),
+    "ContinuousBernoulli-Exponential": (lambda D, a, b: (D.ContinuousBernoulli(logits=a), D.Exponential(b)),
+                                        [LOC, SCALE]),
+    "ContinuousBernoulli-Normal": (lambda D, a, b: (D.ContinuousBernoulli(logits=a), D.Normal(a, b)), [LOC, SCALE]),
+    "ContinuousBernoulli-Uniform": (lambda D, a, b: (D.ContinuousBernoulli(logits=a), D.Uniform(a * 0 - 0.5, b + 1)),
+                                    [LOC, SCALE]),
+    "Uniform-ContinuousBernoulli": (lambda D, a, b: (D.Uniform(b * 0.1, b * 0.1 + 0.3), D.ContinuousBernoulli(logits=a)),
+                                    [LOC, SCALE]),
     "Uniform-Pareto": (lambda D, a, b: (D.Uniform(a.abs() + 0.5, a.abs() + b + 0.5), D.Pareto(b * 0.3, b)), [LOC, SCALE]),
 }
 
@@ -242,7 +264,8 @@ def test_rsample_carries_gradients_and_samples_have_the_right_statistics():
               D.Beta(2.0, 5.0), D.Poisson(3.5), D.StudentT(5.0, 1.0, 2.0), D.Chi2(3.0), D.LogNormal(0.2, 0.5),
               D.HalfNormal(2.0), D.Gumbel(1.0, 2.0), D.Weibull(2.0, 1.5), D.Pareto(1.0, 4.0),
               D.Binomial(7, probs=tg.tensor(0.3)), D.Geometric(tg.tensor(0.25)),
-              D.NegativeBinomial(3.0, probs=tg.tensor(0.4))):
+              D.NegativeBinomial(3.0, probs=tg.tensor(0.4)), D.ContinuousBernoulli(tg.tensor(0.8)),
+              D.VonMises(tg.tensor(0.5), tg.tensor(4.0))):
         draws = d.sample((20000,)).numpy()
         np.testing.assert_allclose(draws.mean(), float(d.mean), atol=0.05 * max(1.0, float(d.stddev)))
     mix = D.MixtureSameFamily(D.Categorical(tg.tensor([0.3, 0.7])), D.Normal(tg.tensor([-2.0, 1.0]), tg.tensor([0.5, 1.0])))
@@ -266,7 +289,7 @@ def test_arguments_are_checked_as_torchs():
     with pytest.raises(ValueError, match="Exactly one of covariance_matrix"):
         tg.distributions.MultivariateNormal(tg.zeros(2))
     with pytest.raises(NotImplementedError, match="No KL"):
-        tg.distributions.kl_divergence(tg.distributions.Normal(0.0, 1.0), tg.distributions.Laplace(0.0, 1.0))
+        tg.distributions.kl_divergence(tg.distributions.Normal(0.0, 1.0), tg.distributions.Poisson(1.0))
     tg.distributions.Normal(0.0, -1.0, validate_args=False)  # (checks can be turned off)
 
 
@@ -298,7 +321,9 @@ def test_reparametrized_sampling_compiles_to_eager_values():
             D.LowRankMultivariateNormal(loc, tril, scale).rsample((3,))
         w = (D.Cauchy(loc, scale).rsample((3,)) + D.LogNormal(loc, scale).rsample((3,))
              + D.Gumbel(loc, scale).rsample((3,)) * D.HalfNormal(scale).rsample((3,)))
-        return (x * y + z + w.tanh()).sum()
+        v = (D.RelaxedBernoulli(scale, logits=loc).rsample((3,)) + D.ContinuousBernoulli(logits=loc).rsample((3,))
+             + D.RelaxedOneHotCategorical(scale[0], logits=loc).rsample((3,)))
+        return (x * y + z + w.tanh() + v).sum()
 
     results = []
     for run in (objective, tg.compile(objective, fullgraph=True)):
@@ -386,3 +411,14 @@ def test_every_kl_pair_torch_registers_between_our_families_is_registered():
     missing = sorted((p.__name__, q.__name__) for p, q in _KL_REGISTRY
                      if hasattr(D, p.__name__) and hasattr(D, q.__name__) and (p.__name__, q.__name__) not in ours)
     assert not missing, f"KL pairs PyTorch registers and we do not: {missing}"
+
+
+def test_bernoulli_gradient_at_even_odds_is_torchs():
+    """At logits exactly 0 (probs 1/2, e.g. a zero-initialised layer) the gradient of the
+    log-likelihood is y - 1/2, as PyTorch's (binary_cross_entropy_with_logits' kink)."""
+    grads = []
+    for lib in (tg, torch):
+        logits = lib.tensor([0.0, 0.0, 1.5], requires_grad=True)
+        lp = lib.distributions.Bernoulli(logits=logits).log_prob(lib.tensor([1.0, 0.0, 1.0])).sum()
+        grads.append(lib.autograd.grad(lp, logits)[0].numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)

@@ -19,7 +19,8 @@ from . import constraints  # noqa: F401  (tg.distributions.constraints, as PyTor
 from . import transforms  # noqa: F401
 from .constraint_registry import biject_to, transform_to
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
-from .discrete import Bernoulli, Categorical, OneHotCategorical
+from .continuous_bernoulli import ContinuousBernoulli
+from .discrete import Bernoulli, Categorical, OneHotCategorical, OneHotCategoricalStraightThrough
 from .discrete_counts import Binomial, Geometric, Multinomial, NegativeBinomial
 from .distribution import Distribution
 from .gamma_family import Beta, Chi2, Dirichlet, Gamma, Poisson, StudentT
@@ -27,7 +28,9 @@ from .kl import kl_divergence, register_kl
 from .low_rank import LowRankMultivariateNormal
 from .mixture import MixtureSameFamily
 from .multivariate import Independent, MultivariateNormal
+from .relaxed import RelaxedBernoulli, RelaxedOneHotCategorical
 from .transformed import Gumbel, HalfCauchy, HalfNormal, LogNormal, Pareto, TransformedDistribution, Weibull
+from .von_mises import VonMises
 from .transforms import *  # noqa: F401,F403  (the transforms at the top level too, as PyTorch's)
 from .transforms import __all__ as _transforms_all
 from . import kl, kl_cross, kl_more  # noqa: F401  (register their pairs)
@@ -36,4 +39,6 @@ __all__ = ["Distribution", "Normal", "Uniform", "Laplace", "Cauchy", "Exponentia
            "OneHotCategorical", "MultivariateNormal", "Independent", "Gamma", "Chi2", "Beta", "Dirichlet",
            "Poisson", "StudentT", "TransformedDistribution", "LogNormal", "HalfNormal", "HalfCauchy", "Gumbel",
            "Weibull", "Pareto", "Binomial", "Geometric", "Multinomial", "NegativeBinomial", "LowRankMultivariateNormal", "MixtureSameFamily",
+           "OneHotCategoricalStraightThrough", "RelaxedBernoulli", "RelaxedOneHotCategorical", "ContinuousBernoulli",
+           "VonMises",
            "kl_divergence", "register_kl", "biject_to", "transform_to"] + _transforms_all

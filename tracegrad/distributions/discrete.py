@@ -10,7 +10,7 @@ from ..nn import functional as NF
 from . import constraints
 from .distribution import Distribution, broadcast_all
 
-__all__ = ["Bernoulli", "Categorical", "OneHotCategorical"]
+__all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 def _one_of(probs, logits):
@@ -131,7 +131,8 @@ class Categorical(Distribution):
             return self.logits
         raise AttributeError(name)
 
-    param_shape = property(lambda self: (self.probs if "probs" in self.__dict__ else self.logits).shape)
+    _param = BinaryParametrised._param
+    param_shape = property(lambda self: self._param.shape)
     mean = property(lambda self: creation.full(tuple(self._extended_shape()), float("nan"), dtype=self.logits.dtype))
     variance = mean
     mode = property(lambda self: F.argmax(self.probs, -1))
@@ -198,3 +199,20 @@ class OneHotCategorical(Distribution):
 
     def entropy(self):
         return self._categorical.entropy()
+
+    def enumerate_support(self, expand=True):
+        n = self._event_shape[0]
+        values = F.reshape(creation.eye(n, dtype=self._categorical._param.dtype),
+                           (n,) + (1,) * len(self._batch_shape) + (n,))
+        return F.expand(values, (n,) + tuple(self._batch_shape) + (n,)) if expand else values
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """A OneHotCategorical whose ``rsample`` passes gradients straight through: the one-hot
+    sample's value, ``probs``' gradient (the straight-through estimator)."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        probs = self._categorical.probs
+        return self.sample(sample_shape) + (probs - probs.detach())

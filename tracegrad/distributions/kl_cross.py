@@ -16,6 +16,7 @@ from .. import creation
 from .. import functional as F
 from .. import math_extras as MX
 from .continuous import Exponential, Laplace, Normal, Uniform
+from .continuous_bernoulli import ContinuousBernoulli
 from .discrete import Bernoulli
 from .discrete_counts import Binomial
 from .gamma_family import Beta, Gamma, Poisson
@@ -231,3 +232,48 @@ def _kl_uniform_pareto(p, q):
     t1 = F.log(q.alpha * q.scale ** q.alpha * width)
     t2 = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
     return _inf_where(p.low < q.support.lower_bound, t2 * (q.alpha + 1) - t1)
+
+
+# ----------------------------------------------------------------------------- ContinuousBernoulli
+_register_infinite(ContinuousBernoulli, [Pareto], "probs")
+for _p in (Exponential, Gamma, Gumbel, Laplace, Normal, Pareto):
+    _register_infinite(_p, [ContinuousBernoulli], {Exponential: "rate", Gamma: "concentration", Gumbel: "loc",
+                                                   Laplace: "loc", Normal: "loc", Pareto: "scale"}[_p])
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    return t1 + p._cont_bern_log_norm() + F.log1p(-p.probs) - q._cont_bern_log_norm() - F.log1p(-q.probs)
+
+
+def _cross_entropy_to_continuous_bernoulli(p, q):
+    """-H(p) - E_p[log q] for q continuous Bernoulli: its log density is linear in x."""
+    return -p.entropy() - p.mean * q.logits - F.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+register_kl(Beta, ContinuousBernoulli)(_cross_entropy_to_continuous_bernoulli)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - F.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale) ** 2) + F.log(q.scale)
+    t3 = (p.variance + p.mean ** 2 - 2.0 * q.loc * p.mean) / (2.0 * q.scale ** 2)
+    return -p.entropy() + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + F.log(q.high - q.low)
+    return _inf_where((q.low >= p.support.lower_bound) | (q.high <= p.support.upper_bound), result)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    result = _cross_entropy_to_continuous_bernoulli(p, q)
+    return _inf_where((p.high >= q.support.upper_bound) | (p.low <= q.support.lower_bound), result)
