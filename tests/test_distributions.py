@@ -81,6 +81,11 @@ CASES = {
     "VonMises": (lambda D, l, k: D.VonMises(l, k * 3), [LOC, SCALE], RNG.uniform(-np.pi, np.pi, (4, 2, 3))),
     "OneHotCategoricalStraightThrough": (lambda D, l: D.OneHotCategoricalStraightThrough(logits=l), [LOGITS],
                                          np.eye(4)[[2, 0]]),
+    "FisherSnedecor": (lambda D, a, b: D.FisherSnedecor(a * 5, b * 6), [SCALE, SCALE[::-1].copy()],
+                       RNG.uniform(0.1, 3, (4, 2, 3))),
+    "InverseGamma": (lambda D, a, b: D.InverseGamma(a * 3, b), [SCALE, PROBS], RNG.uniform(0.1, 3, (2, 3))),
+    "Kumaraswamy": (lambda D, a, b: D.Kumaraswamy(a, b * 2), [SCALE, PROBS], RNG.uniform(0.05, 0.95, (4, 2, 3))),
+    "LogisticNormal": (lambda D, l, s: D.LogisticNormal(l, s), [LOC, SCALE], RNG.dirichlet(np.ones(4), (2,))),
     "Multinomial-logits": (lambda D, l: D.Multinomial(3, logits=l), [LOGITS],
                            np.array([[[1.0, 2.0, 0.0, 0.0], [0.0, 1.0, 1.0, 1.0]]] * 2)),
 }
@@ -265,7 +270,8 @@ def test_rsample_carries_gradients_and_samples_have_the_right_statistics():
               D.HalfNormal(2.0), D.Gumbel(1.0, 2.0), D.Weibull(2.0, 1.5), D.Pareto(1.0, 4.0),
               D.Binomial(7, probs=tg.tensor(0.3)), D.Geometric(tg.tensor(0.25)),
               D.NegativeBinomial(3.0, probs=tg.tensor(0.4)), D.ContinuousBernoulli(tg.tensor(0.8)),
-              D.VonMises(tg.tensor(0.5), tg.tensor(4.0))):
+              D.VonMises(tg.tensor(0.5), tg.tensor(4.0)), D.FisherSnedecor(4.0, 9.0), D.InverseGamma(4.0, 2.0),
+              D.Kumaraswamy(2.0, 3.0)):
         draws = d.sample((20000,)).numpy()
         np.testing.assert_allclose(draws.mean(), float(d.mean), atol=0.05 * max(1.0, float(d.stddev)))
     mix = D.MixtureSameFamily(D.Categorical(tg.tensor([0.3, 0.7])), D.Normal(tg.tensor([-2.0, 1.0]), tg.tensor([0.5, 1.0])))
@@ -322,7 +328,7 @@ def test_reparametrized_sampling_compiles_to_eager_values():
         w = (D.Cauchy(loc, scale).rsample((3,)) + D.LogNormal(loc, scale).rsample((3,))
              + D.Gumbel(loc, scale).rsample((3,)) * D.HalfNormal(scale).rsample((3,)))
         v = (D.RelaxedBernoulli(scale, logits=loc).rsample((3,)) + D.ContinuousBernoulli(logits=loc).rsample((3,))
-             + D.RelaxedOneHotCategorical(scale[0], logits=loc).rsample((3,)))
+             + D.RelaxedOneHotCategorical(scale[0], logits=loc).rsample((3,)) + D.Kumaraswamy(scale, scale).rsample())
         return (x * y + z + w.tanh() + v).sum()
 
     results = []

@@ -25,6 +25,8 @@ CASES = {
     "Beta": (lambda D, c, r: D.Beta(c, r + 0.2), [CONC, RATE]),
     "Dirichlet": (lambda D, c, r: D.Dirichlet(c), [CONC, RATE]),
     "StudentT": (lambda D, c, r: D.StudentT(c + 0.5, r - 1, r), [CONC, RATE]),
+    "FisherSnedecor": (lambda D, c, r: D.FisherSnedecor(c + 0.5, r * 3), [CONC, RATE]),
+    "InverseGamma": (lambda D, c, r: D.InverseGamma(c + 0.5, r), [CONC, RATE]),
 }
 
 

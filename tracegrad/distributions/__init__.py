@@ -23,13 +23,14 @@ from .continuous_bernoulli import ContinuousBernoulli
 from .discrete import Bernoulli, Categorical, OneHotCategorical, OneHotCategoricalStraightThrough
 from .discrete_counts import Binomial, Geometric, Multinomial, NegativeBinomial
 from .distribution import Distribution
-from .gamma_family import Beta, Chi2, Dirichlet, Gamma, Poisson, StudentT
+from .gamma_family import Beta, Chi2, Dirichlet, FisherSnedecor, Gamma, Poisson, StudentT
 from .kl import kl_divergence, register_kl
 from .low_rank import LowRankMultivariateNormal
 from .mixture import MixtureSameFamily
 from .multivariate import Independent, MultivariateNormal
 from .relaxed import RelaxedBernoulli, RelaxedOneHotCategorical
 from .transformed import Gumbel, HalfCauchy, HalfNormal, LogNormal, Pareto, TransformedDistribution, Weibull
+from .transformed_extra import InverseGamma, Kumaraswamy, LogisticNormal
 from .von_mises import VonMises
 from .transforms import *  # noqa: F401,F403  (the transforms at the top level too, as PyTorch's)
 from .transforms import __all__ as _transforms_all
@@ -40,5 +41,5 @@ __all__ = ["Distribution", "Normal", "Uniform", "Laplace", "Cauchy", "Exponentia
            "Poisson", "StudentT", "TransformedDistribution", "LogNormal", "HalfNormal", "HalfCauchy", "Gumbel",
            "Weibull", "Pareto", "Binomial", "Geometric", "Multinomial", "NegativeBinomial", "LowRankMultivariateNormal", "MixtureSameFamily",
            "OneHotCategoricalStraightThrough", "RelaxedBernoulli", "RelaxedOneHotCategorical", "ContinuousBernoulli",
-           "VonMises",
+           "VonMises", "FisherSnedecor", "InverseGamma", "Kumaraswamy", "LogisticNormal",
            "kl_divergence", "register_kl", "biject_to", "transform_to"] + _transforms_all

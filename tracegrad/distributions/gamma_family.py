@@ -1,5 +1,5 @@
 """Distributions whose densities need the gamma function: ``Gamma``, ``Chi2``, ``Beta``,
-``Dirichlet``, ``Poisson``, ``StudentT`` (PyTorch's formulas, on tracegrad's ``lgamma`` and
+``Dirichlet``, ``Poisson``, ``StudentT``, ``FisherSnedecor`` (PyTorch's formulas, on tracegrad's ``lgamma`` and
 ``digamma``). All but Poisson have ``rsample`` with PyTorch's implicit reparametrization
 gradients (gamma_sampling.py); the draws themselves are NumPy's, eagerly.
 
@@ -22,7 +22,7 @@ from . import constraints
 from .distribution import Distribution, broadcast_all
 from .gamma_sampling import dirichlet, draw, standard_gamma
 
-__all__ = ["Gamma", "Chi2", "Beta", "Dirichlet", "Poisson", "StudentT"]
+__all__ = ["Gamma", "Chi2", "Beta", "Dirichlet", "Poisson", "StudentT", "FisherSnedecor"]
 
 
 class Gamma(Distribution):
@@ -220,3 +220,39 @@ class StudentT(Distribution):
         return (F.log(self.scale) + 0.5 * (df + 1) * (MX.digamma(0.5 * (df + 1)) - MX.digamma(0.5 * df))
                 + 0.5 * F.log(df) + log_beta)
 
+
+class FisherSnedecor(Distribution):
+    """``FisherSnedecor(df1, df2)``: the ratio of two chi-squares over their degrees of freedom."""
+
+    arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, df1, df2, validate_args=None):
+        self.df1, self.df2 = broadcast_all(df1, df2)
+        self._gamma1, self._gamma2 = Gamma(self.df1 * 0.5, self.df1), Gamma(self.df2 * 0.5, self.df2)
+        super().__init__(self.df1.shape, validate_args=validate_args)
+
+    mean = property(lambda self: F.where(self.df2 > 2, self.df2 / (self.df2 - 2), float("nan")))
+
+    @property
+    def mode(self):
+        return F.where(self.df1 > 2, (self.df1 - 2) / self.df1 * self.df2 / (self.df2 + 2), float("nan"))
+
+    @property
+    def variance(self):
+        df1, df2 = self.df1, self.df2
+        finite = 2 * df2 ** 2 * (df1 + df2 - 2) / (df1 * (df2 - 2) ** 2 * (df2 - 4))
+        return F.where(df2 > 4, finite, float("nan"))
+
+    def rsample(self, sample_shape=()):
+        tiny = finfo(self.df1.dtype).tiny
+        x1 = self._gamma1.rsample(sample_shape)
+        x2 = F.clamp(self._gamma2.rsample(sample_shape), min=tiny)
+        return F.clamp(x1 / x2, min=tiny)
+
+    def log_prob(self, value):
+        self._validate_sample(value)
+        ct1, ct2, ct3 = self.df1 * 0.5, self.df2 * 0.5, self.df1 / self.df2
+        t1 = MX.lgamma(ct1 + ct2) - MX.lgamma(ct1) - MX.lgamma(ct2)
+        return t1 + ct1 * F.log(ct3) + (ct1 - 1) * F.log(value) - (ct1 + ct2) * F.log1p(ct3 * value)
