@@ -61,7 +61,7 @@ def _same_draws(monkeypatch):
     _FixedGamma.draws = lambda shape: fixed("gamma", shape)
     monkeypatch.setattr(gamma_sampling, "_gamma_draws",
                         lambda alpha: tg.tensor(fixed("gamma", tuple(alpha.shape)), dtype=alpha.dtype))
-    monkeypatch.setattr(gamma_family, "_noise",
+    monkeypatch.setattr(gamma_family, "noise",
                         lambda kind, shape, like: tg.tensor(fixed(kind, tuple(shape)), dtype=like.dtype))
     monkeypatch.setattr(torch.distributions.gamma, "_standard_gamma", _FixedGamma.apply)
     monkeypatch.setattr(torch.distributions.studentT, "_standard_normal",

@@ -5,26 +5,11 @@ from __future__ import annotations
 import math
 
 from .. import creation
-from .. import dtypes as _dt
 from .. import functional as F
-from ..ops import nn as N
 from ..dtypes import finfo
 from . import constraints
 from .distribution import Distribution, broadcast_all
-
-
-def _noise(kind, shape, like):
-    """Standard noise of ``shape`` in ``like``'s dtype: uniform on [0, 1), or normal (Box-Muller
-    on two uniforms), from the seeded ``uniform_noise`` op, so that a compiled function samples
-    without breaking its graph (the seed is a program input, as dropout's)."""
-    def uniform():
-        return N.UNIFORM_NOISE(creation.seed_tensor(), shape=tuple(shape), low=0.0, high=1.0,
-                               dtype=_dt.float64)
-
-    u = uniform()
-    if kind == "normal":  # (1 - u is in (0, 1]: its log is finite)
-        u = F.sqrt(-2.0 * F.log(1.0 - u)) * F.cos(2 * math.pi * uniform())
-    return F.cast(u, like.dtype)
+from .noise import noise
 
 
 class _LocationScale(Distribution):
@@ -53,7 +38,7 @@ class Normal(_LocationScale):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        return self.loc + _noise("normal", shape, self.loc) * self.scale
+        return self.loc + noise("normal", shape, self.loc) * self.scale
 
     def log_prob(self, value):
         self._validate_sample(value)
@@ -99,7 +84,7 @@ class Uniform(Distribution):
         return creation.full_like(self.low, float("nan"))
 
     def rsample(self, sample_shape=()):
-        u = _noise("uniform", self._extended_shape(sample_shape), self.low)
+        u = noise("uniform", self._extended_shape(sample_shape), self.low)
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value):
@@ -127,7 +112,7 @@ class Laplace(_LocationScale):
 
     def rsample(self, sample_shape=()):
         eps = finfo(self.loc.dtype).eps
-        u = _noise("uniform", self._extended_shape(sample_shape), self.loc) * 2 - 1
+        u = noise("uniform", self._extended_shape(sample_shape), self.loc) * 2 - 1
         u = F.clamp(u, -1 + eps, 1)  # (PyTorch draws from [eps - 1, 1))
         return self.loc - self.scale * F.sign(u) * F.log1p(-F.abs(u))
 
@@ -155,7 +140,7 @@ class Cauchy(_LocationScale):
     variance = property(lambda self: creation.full(tuple(self._extended_shape()), float("inf"), dtype=self.loc.dtype))
 
     def rsample(self, sample_shape=()):
-        u = _noise("uniform", self._extended_shape(sample_shape), self.loc)
+        u = noise("uniform", self._extended_shape(sample_shape), self.loc)
         return self.loc + F.tan(math.pi * (u - 0.5)) * self.scale  # (the standard Cauchy's icdf)
 
     def log_prob(self, value):
@@ -190,7 +175,7 @@ class Exponential(Distribution):
     stddev = property(lambda self: 1 / self.rate)
 
     def rsample(self, sample_shape=()):
-        u = _noise("uniform", self._extended_shape(sample_shape), self.rate)
+        u = noise("uniform", self._extended_shape(sample_shape), self.rate)
         return -F.log1p(-u) / self.rate
 
     def log_prob(self, value):

@@ -18,9 +18,9 @@ from .. import functional as F
 from ..autograd.grad_mode import no_grad
 from ..nn import functional as NF
 from . import constraints
-from .continuous import _noise
 from .discrete import BinaryParametrised, _clamp_probs
 from .distribution import broadcast_all
+from .noise import noise
 
 __all__ = ["ContinuousBernoulli"]
 
@@ -81,7 +81,7 @@ class ContinuousBernoulli(BinaryParametrised):
         return F.where(self._outside_unstable_region(), variances, 1.0 / 12.0 - (1.0 / 15.0 - 128.0 / 945.0 * x) * x)
 
     def rsample(self, sample_shape=()):
-        return self.icdf(_noise("uniform", self._extended_shape(sample_shape), self.probs))
+        return self.icdf(noise("uniform", self._extended_shape(sample_shape), self.probs))
 
     def sample(self, sample_shape=()):
         with no_grad():

@@ -20,11 +20,10 @@ from ..autograd.grad_mode import no_grad
 from ..dtypes import finfo
 from ..nn import functional as NF
 from . import constraints
-from .continuous import _noise
 from .discrete import BinaryParametrised, Categorical
 from .distribution import Distribution, broadcast_all
 from .gamma_family import Gamma
-from .gamma_sampling import draw
+from .noise import draw, noise
 
 __all__ = ["Binomial", "Geometric", "NegativeBinomial", "Multinomial"]
 
@@ -104,7 +103,7 @@ class Geometric(BinaryParametrised):
         # floor(log U / log(1 - p)), U uniform on [tiny, 1): the inverse of the distribution
         # function, from the seeded noise op (so a compiled function samples without a break)
         with no_grad():
-            u = F.clamp(_noise("uniform", self._extended_shape(sample_shape), self.probs),
+            u = F.clamp(noise("uniform", self._extended_shape(sample_shape), self.probs),
                         min=finfo(self.probs.dtype).tiny)
             return F.floor(F.log(u) / F.log1p(-self.probs))
 

@@ -17,10 +17,10 @@ from .. import math_extras as MX
 from ..autograd.grad_mode import no_grad
 from ..dtypes import finfo
 from ..nn import functional as NF
-from .continuous import _noise
 from . import constraints
 from .distribution import Distribution, broadcast_all
-from .gamma_sampling import dirichlet, draw, standard_gamma
+from .gamma_sampling import dirichlet, standard_gamma
+from .noise import draw, noise
 
 __all__ = ["Gamma", "Chi2", "Beta", "Dirichlet", "Poisson", "StudentT", "FisherSnedecor"]
 
@@ -203,7 +203,7 @@ class StudentT(Distribution):
 
     def rsample(self, sample_shape=()):
         # X / sqrt(Z / df) with X ~ Normal(0, 1), Z ~ Chi2(df), as PyTorch
-        x = _noise("normal", self._extended_shape(sample_shape), self.df)
+        x = noise("normal", self._extended_shape(sample_shape), self.df)
         z = Chi2(self.df).rsample(sample_shape)
         return self.loc + self.scale * x * F.rsqrt(z / self.df)
 

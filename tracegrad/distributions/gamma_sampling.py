@@ -18,26 +18,12 @@ tracegrad.Size([5, 2])
 """
 from __future__ import annotations
 
-import numpy as np
-
-from .. import creation
 from ..autograd.function import Function
 from ..dtypes import finfo
 from ..ops.gamma_grads import DIRICHLET_GRAD, STANDARD_GAMMA_GRAD
+from .noise import draw
 
-__all__ = ["draw", "standard_gamma", "dirichlet"]
-
-
-def draw(like, shape, sample):
-    """``sample(rng, shape)`` as a tensor of ``shape`` in ``like``'s dtype, from the global
-    generator (eagerly; a compiled function breaks its graph here, so ``sample`` reads its
-    parameters' values itself, after that check)."""
-    from ..ir import trace
-
-    if trace.current_tracer() is not None:
-        trace.graph_break("sampling a distribution (random numbers) inside a compiled function")
-    rng = creation.default_generator.rng
-    return creation.tensor(np.asarray(sample(rng, tuple(shape))), dtype=like.dtype)
+__all__ = ["standard_gamma", "dirichlet"]
 
 
 def _gamma_draws(alpha):

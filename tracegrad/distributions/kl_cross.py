@@ -42,12 +42,13 @@ def _register_infinite(p_type, q_types, param):
 
 
 _register_infinite(Beta, [Pareto], "concentration1")
-_register_infinite(Exponential, [Beta, Pareto, Uniform], "rate")
-_register_infinite(Gamma, [Beta, Pareto, Uniform], "concentration")
-_register_infinite(Gumbel, [Beta, Exponential, Gamma, Pareto, Uniform], "loc")
-_register_infinite(Laplace, [Beta, Exponential, Gamma, Pareto, Uniform], "loc")
-_register_infinite(Normal, [Beta, Exponential, Gamma, Pareto, Uniform], "loc")
-_register_infinite(Pareto, [Beta, Uniform], "scale")
+_register_infinite(ContinuousBernoulli, [Pareto], "probs")
+_register_infinite(Exponential, [Beta, ContinuousBernoulli, Pareto, Uniform], "rate")
+_register_infinite(Gamma, [Beta, ContinuousBernoulli, Pareto, Uniform], "concentration")
+_register_infinite(Gumbel, [Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform], "loc")
+_register_infinite(Laplace, [Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform], "loc")
+_register_infinite(Normal, [Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform], "loc")
+_register_infinite(Pareto, [Beta, ContinuousBernoulli, Uniform], "scale")
 _register_infinite(Poisson, [Bernoulli, Binomial], "rate")
 
 
@@ -235,12 +236,6 @@ def _kl_uniform_pareto(p, q):
 
 
 # ----------------------------------------------------------------------------- ContinuousBernoulli
-_register_infinite(ContinuousBernoulli, [Pareto], "probs")
-for _p in (Exponential, Gamma, Gumbel, Laplace, Normal, Pareto):
-    _register_infinite(_p, [ContinuousBernoulli], {Exponential: "rate", Gamma: "concentration", Gumbel: "loc",
-                                                   Laplace: "loc", Normal: "loc", Pareto: "scale"}[_p])
-
-
 @register_kl(ContinuousBernoulli, ContinuousBernoulli)
 def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
     t1 = p.mean * (p.logits - q.logits)

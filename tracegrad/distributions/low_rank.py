@@ -20,9 +20,9 @@ from .. import functional as F
 from .. import linalg as LA
 from ..layout import broadcast_shapes
 from . import constraints
-from .continuous import _noise
 from .distribution import Distribution
 from .multivariate import _mahalanobis
+from .noise import noise
 
 __all__ = ["LowRankMultivariateNormal"]
 
@@ -118,8 +118,8 @@ class LowRankMultivariateNormal(Distribution):
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
-        eps_w = _noise("normal", shape[:-1] + (self.cov_factor.shape[-1],), self.loc)
-        eps_d = _noise("normal", shape, self.loc)
+        eps_w = noise("normal", shape[:-1] + (self.cov_factor.shape[-1],), self.loc)
+        eps_d = noise("normal", shape, self.loc)
         return (self.loc + _batch_mv(self._unbroadcasted_cov_factor, eps_w)
                 + F.sqrt(self._unbroadcasted_cov_diag) * eps_d)
 

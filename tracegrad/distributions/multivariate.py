@@ -8,9 +8,9 @@ from .. import creation
 from .. import functional as F
 from .. import linalg as LA
 from ..layout import broadcast_shapes
-from .continuous import _noise
 from . import constraints
 from .distribution import Distribution
+from .noise import noise
 
 __all__ = ["MultivariateNormal", "Independent"]
 
@@ -82,7 +82,7 @@ class MultivariateNormal(Distribution):
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
-        eps = _noise("normal", shape, self.loc)
+        eps = noise("normal", shape, self.loc)
         return self.loc + F.squeeze(F.matmul(self.scale_tril, F.unsqueeze(eps, -1)), -1)
 
     def _half_log_det(self):

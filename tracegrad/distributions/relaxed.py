@@ -17,9 +17,9 @@ from .. import functional as F
 from .. import math_extras as MX
 from ..tensor import Tensor
 from . import constraints
-from .continuous import _noise
 from .discrete import BinaryParametrised, Categorical, _clamp_probs
 from .distribution import Distribution, broadcast_all
+from .noise import noise
 from .transform_pointwise import ExpTransform, SigmoidTransform
 from .transformed import TransformedDistribution
 
@@ -44,7 +44,7 @@ class LogitRelaxedBernoulli(BinaryParametrised):
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
         probs = _clamp_probs(F.expand(self.probs, shape))
-        u = _clamp_probs(_noise("uniform", shape, probs))
+        u = _clamp_probs(noise("uniform", shape, probs))
         return (F.log(u) - F.log1p(-u) + F.log(probs) - F.log1p(-probs)) / self.temperature
 
     def log_prob(self, value):
@@ -90,7 +90,7 @@ class ExpRelaxedCategorical(Distribution):
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
-        u = _clamp_probs(_noise("uniform", shape, self.logits))
+        u = _clamp_probs(noise("uniform", shape, self.logits))
         scores = (self.logits - F.log(-F.log(u))) / self.temperature  # (logits + Gumbel noise)
         return scores - F.logsumexp(scores, -1, keepdim=True)
 

@@ -18,7 +18,7 @@ from .. import functional as F
 from ..autograd.grad_mode import no_grad
 from . import constraints
 from .distribution import Distribution, broadcast_all
-from .gamma_sampling import draw
+from .noise import draw
 
 __all__ = ["VonMises"]
 
