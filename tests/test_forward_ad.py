@@ -298,15 +298,23 @@ def _duals(op, arrays, diff, tangents, mod, mk, requires_grad=False):
             for i, a in enumerate(arrays)]
 
 
-# where PyTorch's own forward mode is wrong, the reference is central differences instead
+# where PyTorch's own forward mode is wrong or missing, the reference is central differences
+# instead (keys: an op name, or name-reduce)
 TORCH_FORWARD_AD_WRONG = {
     "scatter_reduce-prod": "torch.func.jvp of scatter_reduce(reduce='prod') disagrees with finite "
                            "differences (torch 2.13)",
+    "igamma": "torch 2.13 has no forward AD for igamma",
+    "igammac": "torch 2.13 has no forward AD for igammac",
 }
 
 
 def _torch_forward_ad_wrong(name, attrs):
-    return f"{name}-{attrs.get('reduce')}" in TORCH_FORWARD_AD_WRONG
+    return name in TORCH_FORWARD_AD_WRONG or f"{name}-{attrs.get('reduce')}" in TORCH_FORWARD_AD_WRONG
+
+
+def _reference_tolerance(name, attrs):
+    # (central differences of step 1e-6 are good to about 1e-9 absolute)
+    return dict(rtol=1e-6, atol=1e-8) if _torch_forward_ad_wrong(name, attrs) else {}
 
 
 def _central_difference(fn, arrays, diff, tangents, eps=1e-6):
@@ -338,14 +346,16 @@ def test_every_op_tangent_matches_torch(name, k):
             args[i] = x
         return oracle.TWINS[name](*args, **attrs)
 
-    primal, tangent = torch.func.jvp(twin, tuple(fixed[i] for i in diff),
-                                     tuple(oracle.to_torch(tangents[i]) for i in diff))
-    if _torch_forward_ad_wrong(name, attrs):
+    if not _torch_forward_ad_wrong(name, attrs):
+        primal, tangent = torch.func.jvp(twin, tuple(fixed[i] for i in diff),
+                                         tuple(oracle.to_torch(tangents[i]) for i in diff))
+    else:
+        primal = twin(*(fixed[i] for i in diff))
         tangent = _central_difference(lambda xs: op(*[oracle.to_tg(x) for x in xs], **attrs),
                                       arrays, diff, tangents)
     oracle.assert_close(got.primal, primal, f"{name} primal")
     assert got.tangent is not None, f"{name}: no tangent"
-    oracle.assert_close(got.tangent, tangent, f"{name} tangent")
+    oracle.assert_close(got.tangent, tangent, f"{name} tangent", **_reference_tolerance(name, attrs))
 
 
 @pytest.mark.parametrize("name,k", CASES, ids=[f"{n}-{k}" for n, k in CASES])
@@ -384,4 +394,5 @@ def test_every_op_vjp_rule_propagates_tangents(name, k):
         shape = arrays[i].shape
         a = np.zeros(shape) if a is None else oracle.np_of(a)
         b = np.zeros(shape) if b is None else oracle.np_of(b)
-        oracle.assert_close(a, b, f"{name}: tangent of the gradient of input {i}")
+        oracle.assert_close(a, b, f"{name}: tangent of the gradient of input {i}",
+                            **_reference_tolerance(name, attrs))

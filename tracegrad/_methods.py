@@ -366,7 +366,7 @@ Tensor.normal_ = _random_fill("normal_")
 for _name in ["eq", "ne", "lt", "le", "gt", "ge", "tan", "erf", "erfc", "log2", "log10", "logical_and",
               "logical_or", "logical_not", "logical_xor", "clamp_min", "clamp_max", "cumsum", "cumprod",
               "index_copy", "index_fill", "index_put", "masked_scatter", "lgamma", "digamma",
-              "mvlgamma", "copysign", "ldexp", "polygamma", "erfinv",
+              "mvlgamma", "copysign", "ldexp", "polygamma", "erfinv", "igamma", "igammac",
               "floor_divide", "logit", "sinc", "xlogy", "heaviside", "float_power", "sgn"]:
     setattr(Tensor, _name + "_", _inplace(getattr(Tensor, _name)))
 for _alias, _name in [("divide_", "div_"), ("true_divide_", "div_"), ("multiply_", "mul_"),

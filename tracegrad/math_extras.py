@@ -22,7 +22,7 @@ from .tensor import Tensor
 __all__ = ["isclose", "equal", "count_nonzero", "logical_xor", "floor_divide", "nansum", "nanmean",
            "fmax", "fmin", "xlogy", "logit", "sinc", "heaviside", "float_power", "positive",
            "clamp_min", "clamp_max", "addmm", "dist", "addmv", "addr", "baddbmm", "addbmm", "inner", "vdot",
-           "logdet", "cov", "corrcoef", "lgamma", "digamma", "polygamma", "mvlgamma", "erfinv", "signbit", "copysign",
+           "logdet", "cov", "corrcoef", "lgamma", "digamma", "polygamma", "mvlgamma", "erfinv", "igamma", "igammac", "signbit", "copysign",
            "logaddexp2", "ldexp"]
 
 
@@ -253,6 +253,22 @@ def erfinv(input):
     from .ops.special import ERFINV
 
     return ERFINV(input)
+
+
+def igamma(input, other):
+    """The regularized lower incomplete gamma function ``P(a, x)`` of ``a = input`` and
+    ``x = other`` (the Gamma(a, 1) distribution function at x). Differentiable in ``x`` only:
+    as in PyTorch, a backward that needs the gradient in ``a`` raises NotImplementedError."""
+    from .ops.special import IGAMMA
+
+    return IGAMMA(*F._promoted(input, other))
+
+
+def igammac(input, other):
+    """The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``."""
+    from .ops.special import IGAMMAC
+
+    return IGAMMAC(*F._promoted(input, other))
 
 
 def mvlgamma(input, p):

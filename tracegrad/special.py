@@ -17,13 +17,14 @@ from .nn.functional import log_softmax, softmax  # noqa: F401
 from .tensor import Tensor
 
 __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma",
-           "multigammaln", "log_softmax", "softmax", "logsumexp", "xlogy", "xlog1py", "sinc", "round",
+           "multigammaln", "gammainc", "gammaincc", "log_softmax", "softmax", "logsumexp", "xlogy", "xlog1py", "sinc", "round",
            "ndtr", "log_ndtr", "entr", "log1p", "expm1", "exp2"]
 
 expit = F.sigmoid
 logit = MX.logit
 erf, erfc, erfinv = F.erf, F.erfc, MX.erfinv
 gammaln, digamma, psi, polygamma, multigammaln = MX.lgamma, MX.digamma, MX.digamma, MX.polygamma, MX.mvlgamma
+gammainc, gammaincc = MX.igamma, MX.igammac
 logsumexp, xlogy, sinc, round = F.logsumexp, MX.xlogy, MX.sinc, F.round  # noqa: A001
 log1p, expm1, exp2 = F.log1p, F.expm1, F.exp2
 

@@ -386,10 +386,23 @@ class OpNode(Node):
         for s in self.saved.values():
             s.free()
 
+    def _check_no_derivative(self):
+        # as PyTorch: raise only when this backward needs the gradient (an input that requires
+        # grad but lies off the path to the requested inputs is fine)
+        from . import engine
+
+        for i in self.op.no_derivative:
+            nxt = self._next_functions[i][0]
+            if nxt is not None and (engine.current_graph_task_id() < 0 or engine.will_engine_execute_node(nxt)):
+                what = "input" if i == 0 else f"input {i}"
+                raise NotImplementedError(f"the derivative for '{self.op.name}: {what}' is not implemented.")
+
     def apply(self, grad_outputs):
         g = grad_outputs[0]
         if g is None:  # nothing flows back (PyTorch's undefined gradient)
             return [None] * len(self.input_meta)
+        if self.op.no_derivative:
+            self._check_no_derivative()
         ctx = VJPContext(self)
         grads = self.op.vjp(ctx, g)
         if len(grads) != len(self.input_meta):

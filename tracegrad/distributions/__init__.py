@@ -1,29 +1,45 @@
-"""``tg.distributions`` (PyTorch's ``torch.distributions``, a subset): ``Normal``, ``Uniform``,
-``Laplace``, ``Exponential``, ``Bernoulli``, ``Categorical``, ``OneHotCategorical``,
-``MultivariateNormal``, ``Independent``, ``Gamma``, ``Chi2``, ``Beta``, ``Dirichlet``,
-``Poisson``, ``StudentT`` and ``kl_divergence`` between them; PyTorch's formulas, argument
-checks and shapes (``batch_shape``, ``event_shape``).
+"""``tg.distributions`` (PyTorch's ``torch.distributions``): the distributions, with PyTorch's
+formulas, argument checks and shapes (``batch_shape``, ``event_shape``), ``constraints``,
+``transforms`` with ``TransformedDistribution``, ``biject_to``/``transform_to``, and
+``kl_divergence`` for the pairs PyTorch registers.
 
 ``log_prob``, ``entropy``, the moments and ``sample``/``rsample`` differentiate and compile:
-the location-scale families, Uniform, Exponential and MultivariateNormal draw their noise from
-the seeded ``uniform_noise`` op (a compiled program takes a fresh seed each call, as dropout).
-The discrete and gamma families draw eagerly with NumPy (a compiled function breaks its graph
-there, with a warning); the gamma family has no ``rsample`` (PyTorch's uses implicit
-reparametrization gradients).
+the location-scale families, Uniform, Exponential, the multivariate normals and the
+distributions made of them by transforms draw their noise from the seeded ``uniform_noise`` op
+(a compiled program takes a fresh seed each call, as dropout). The discrete and gamma families
+draw eagerly with NumPy (a compiled function breaks its graph there, with a warning); the gamma
+family's ``rsample`` has PyTorch's implicit reparametrization gradients (gamma_sampling.py).
 
 >>> import tracegrad as tg
 >>> p, q = tg.distributions.Normal(0.0, 1.0), tg.distributions.Normal(1.0, 1.0)
 >>> tg.distributions.kl_divergence(p, q)
 tensor(0.5000)
 """
-from .continuous import Exponential, Laplace, Normal, Uniform
-from .discrete import Bernoulli, Categorical, OneHotCategorical
+from . import constraints  # noqa: F401  (tg.distributions.constraints, as PyTorch's)
+from . import transforms  # noqa: F401
+from .constraint_registry import biject_to, transform_to
+from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
+from .continuous_bernoulli import ContinuousBernoulli
+from .discrete import Bernoulli, Categorical, OneHotCategorical, OneHotCategoricalStraightThrough
+from .discrete_counts import Binomial, Geometric, Multinomial, NegativeBinomial
 from .distribution import Distribution
-from .gamma_family import Beta, Chi2, Dirichlet, Gamma, Poisson, StudentT
+from .gamma_family import Beta, Chi2, Dirichlet, FisherSnedecor, Gamma, Poisson, StudentT
 from .kl import kl_divergence, register_kl
+from .low_rank import LowRankMultivariateNormal
+from .mixture import MixtureSameFamily
 from .multivariate import Independent, MultivariateNormal
-from . import kl  # noqa: F401
+from .relaxed import RelaxedBernoulli, RelaxedOneHotCategorical
+from .transformed import Gumbel, HalfCauchy, HalfNormal, LogNormal, Pareto, TransformedDistribution, Weibull
+from .transformed_extra import InverseGamma, Kumaraswamy, LogisticNormal
+from .von_mises import VonMises
+from .transforms import *  # noqa: F401,F403  (the transforms at the top level too, as PyTorch's)
+from .transforms import __all__ as _transforms_all
+from . import kl, kl_cross, kl_more  # noqa: F401  (register their pairs)
 
-__all__ = ["Distribution", "Normal", "Uniform", "Laplace", "Exponential", "Bernoulli", "Categorical",
+__all__ = ["Distribution", "Normal", "Uniform", "Laplace", "Cauchy", "Exponential", "Bernoulli", "Categorical",
            "OneHotCategorical", "MultivariateNormal", "Independent", "Gamma", "Chi2", "Beta", "Dirichlet",
-           "Poisson", "StudentT", "kl_divergence", "register_kl"]
+           "Poisson", "StudentT", "TransformedDistribution", "LogNormal", "HalfNormal", "HalfCauchy", "Gumbel",
+           "Weibull", "Pareto", "Binomial", "Geometric", "Multinomial", "NegativeBinomial", "LowRankMultivariateNormal", "MixtureSameFamily",
+           "OneHotCategoricalStraightThrough", "RelaxedBernoulli", "RelaxedOneHotCategorical", "ContinuousBernoulli",
+           "VonMises", "FisherSnedecor", "InverseGamma", "Kumaraswamy", "LogisticNormal",
+           "kl_divergence", "register_kl", "biject_to", "transform_to"] + _transforms_all

@@ -7,9 +7,10 @@ from .. import functional as F
 from ..autograd.grad_mode import no_grad
 from ..dtypes import finfo
 from ..nn import functional as NF
+from . import constraints
 from .distribution import Distribution, broadcast_all
 
-__all__ = ["Bernoulli", "Categorical", "OneHotCategorical"]
+__all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 def _one_of(probs, logits):
@@ -22,7 +23,35 @@ def _clamp_probs(probs):
     return F.clamp(probs, eps, 1 - eps)
 
 
-class Bernoulli(Distribution):
+class BinaryParametrised(Distribution):
+    """A distribution given by a success probability ``probs`` or its ``logits``
+    (``log(p / (1 - p))``), one of the two; the other is computed on first use (PyTorch's
+    lazy_property: ``probs = sigmoid(logits)``, ``logits`` from probs clamped inside (0, 1))."""
+
+    def _probs_or_logits(self, probs, logits, *others):
+        """Store the given parametrisation broadcast with ``others`` (returned, in its dtype)."""
+        _one_of(probs, logits)
+        name, value = ("probs", probs) if probs is not None else ("logits", logits)
+        value, *others = broadcast_all(value, *others)
+        setattr(self, name, value)
+        return [F.cast(o, value.dtype) for o in others]
+
+    _param = property(lambda self: self.__dict__["probs"] if "probs" in self.__dict__ else self.__dict__["logits"])
+    param_shape = property(lambda self: self._param.shape)
+
+    def __getattr__(self, name):
+        given = self.__dict__
+        if name == "probs" and "logits" in given:
+            self.probs = F.sigmoid(given["logits"])
+            return self.probs
+        if name == "logits" and "probs" in given:
+            p = _clamp_probs(given["probs"])
+            self.logits = F.log(p) - F.log1p(-p)
+            return self.logits
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+class Bernoulli(BinaryParametrised):
     """``Bernoulli(probs=p)`` or ``Bernoulli(logits=log(p / (1 - p)))``: 1 with probability p.
 
     >>> import tracegrad as tg
@@ -30,29 +59,13 @@ class Bernoulli(Distribution):
     tensor(-0.6931)
     """
 
-    arg_constraints = {"probs": "Interval(lower_bound=0.0, upper_bound=1.0)", "logits": "Real()"}
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-            super().__init__(self.probs.shape, validate_args=validate_args)
-            self._check("probs", self.probs, (self.probs >= 0) & (self.probs <= 1),
-                        self.arg_constraints["probs"])
-        else:
-            (self.logits,) = broadcast_all(logits)
-            super().__init__(self.logits.shape, validate_args=validate_args)
-
-    def __getattr__(self, name):  # (the other parametrisation, computed on first use)
-        if name == "probs":
-            self.probs = F.sigmoid(self.__dict__["logits"])
-            return self.probs
-        if name == "logits":
-            p = _clamp_probs(self.__dict__["probs"])
-            self.logits = F.log(p) - F.log1p(-p)
-            return self.logits
-        raise AttributeError(name)
+        self._probs_or_logits(probs, logits)
+        super().__init__(self._param.shape, validate_args=validate_args)
 
     mean = property(lambda self: self.probs)
     variance = property(lambda self: self.probs * (1 - self.probs))
@@ -68,6 +81,7 @@ class Bernoulli(Distribution):
             return creation.bernoulli(probs)
 
     def log_prob(self, value):
+        self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
         return -NF.binary_cross_entropy_with_logits(logits, value, reduction="none")
 
@@ -75,8 +89,7 @@ class Bernoulli(Distribution):
         return NF.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
     def enumerate_support(self, expand=True):
-        values = F.reshape(creation.arange(2, dtype=self.probs.dtype if "probs" in self.__dict__
-                                           else self.logits.dtype), (2,) + (1,) * len(self.batch_shape))
+        values = F.reshape(creation.arange(2, dtype=self._param.dtype), (2,) + (1,) * len(self.batch_shape))
         return F.expand(values, (2,) + tuple(self.batch_shape)) if expand else values
 
 
@@ -89,25 +102,25 @@ class Categorical(Distribution):
     tensor([0.2500, 0.7500])
     """
 
-    arg_constraints = {"probs": "Simplex()", "logits": "IndependentConstraint(Real(), 1)"}
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         _one_of(probs, logits)
         param = probs if probs is not None else logits
         if param.ndim < 1:
-            raise ValueError("`probs` parameter must be at least one-dimensional.")
+            raise ValueError(f"`{'probs' if probs is not None else 'logits'}` parameter must be at least "
+                             "one-dimensional.")
         if probs is not None:
-            self._check_nonnegative(probs)
             self.probs = probs / F.sum(probs, -1, keepdim=True)
         else:
             self.logits = logits - F.logsumexp(logits, -1, keepdim=True)
         self._num_events = param.shape[-1]
         Distribution.__init__(self, param.shape[:-1], validate_args=validate_args)
 
-    def _check_nonnegative(self, probs):
-        self._validate_args = Distribution._validate_default
-        self._check("probs", probs, probs >= 0, self.arg_constraints["probs"])
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self):
+        return constraints.integer_interval(0, self._num_events - 1)
 
     def __getattr__(self, name):
         if name == "probs":
@@ -118,7 +131,8 @@ class Categorical(Distribution):
             return self.logits
         raise AttributeError(name)
 
-    param_shape = property(lambda self: (self.probs if "probs" in self.__dict__ else self.logits).shape)
+    _param = BinaryParametrised._param
+    param_shape = property(lambda self: self._param.shape)
     mean = property(lambda self: creation.full(tuple(self._extended_shape()), float("nan"), dtype=self.logits.dtype))
     variance = mean
     mode = property(lambda self: F.argmax(self.probs, -1))
@@ -133,6 +147,7 @@ class Categorical(Distribution):
             return F.reshape(F.transpose(draws, 0, 1), tuple(sample_shape) + tuple(self.batch_shape))
 
     def log_prob(self, value):
+        self._validate_sample(value)
         index = F.unsqueeze(F.cast(value, F._dt.int64), -1)
         index, log_pmf = _broadcast_index(index, self.logits)
         return F.squeeze(F.gather(log_pmf, -1, index[..., :1]), -1)
@@ -158,6 +173,7 @@ class OneHotCategorical(Distribution):
     """A ``Categorical`` whose samples are one-hot vectors of length K."""
 
     arg_constraints = Categorical.arg_constraints
+    support = constraints.one_hot
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
@@ -178,7 +194,25 @@ class OneHotCategorical(Distribution):
         return NF.one_hot(index, self._categorical._num_events).to(self.probs.dtype)
 
     def log_prob(self, value):
+        self._validate_sample(value)
         return self._categorical.log_prob(F.argmax(value, -1))
 
     def entropy(self):
         return self._categorical.entropy()
+
+    def enumerate_support(self, expand=True):
+        n = self._event_shape[0]
+        values = F.reshape(creation.eye(n, dtype=self._categorical._param.dtype),
+                           (n,) + (1,) * len(self._batch_shape) + (n,))
+        return F.expand(values, (n,) + tuple(self._batch_shape) + (n,)) if expand else values
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """A OneHotCategorical whose ``rsample`` passes gradients straight through: the one-hot
+    sample's value, ``probs``' gradient (the straight-through estimator)."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        probs = self._categorical.probs
+        return self.sample(sample_shape) + (probs - probs.detach())

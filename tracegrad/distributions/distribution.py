@@ -1,31 +1,69 @@
-"""The ``Distribution`` base class and the argument checks the distributions share."""
+"""The ``Distribution`` base class: shapes, the argument and sample checks every distribution
+shares (PyTorch's rules and messages), and the defaults of the optional methods."""
 from __future__ import annotations
 
 from .. import functional as F
 from ..autograd.grad_mode import no_grad
 from ..layout import broadcast_tensors
 from ..tensor import Size, Tensor
+from . import constraints
 
 
 class Distribution:
     """A batch of distributions of one kind: ``batch_shape`` independent ones, each over events
     of ``event_shape``. Subclasses define ``log_prob`` and ``rsample`` (reparametrized, for
-    those with ``has_rsample``) or ``sample``, and the moments they have. Arguments are checked
-    (``validate_args``, on by default as in PyTorch)."""
+    those with ``has_rsample``) or ``sample``, and the moments they have. Parameters are checked
+    against ``arg_constraints`` and ``log_prob``'s values against ``support`` when
+    ``validate_args`` is on (the default, as in PyTorch)."""
 
     has_rsample = False
     has_enumerate_support = False
     _validate_default = True
+    arg_constraints = {}
 
     def __init__(self, batch_shape=(), event_shape=(), validate_args=None):
         self._batch_shape = Size(batch_shape)
         self._event_shape = Size(event_shape)
         self._validate_args = self._validate_default if validate_args is None else validate_args
+        if self._validate_args:
+            for param, constraint in self.arg_constraints.items():
+                # (dependent ones cannot be checked; parametrisations made on first use are
+                # checked through the one given)
+                if constraints.is_dependent(constraint) or (param not in self.__dict__
+                                                            and not hasattr(type(self), param)):
+                    continue
+                value = getattr(self, param)
+                if not value._is_traced and not bool(constraint.check(value).all()):
+                    raise ValueError(f"Expected parameter {param} (Tensor of shape {tuple(value.shape)}) of "
+                                     f"distribution {self!r} to satisfy the constraint {constraint!r}, "
+                                     f"but found invalid values:\n{value}")
 
     @staticmethod
     def set_default_validate_args(value):
         """Turn argument and sample checks on or off for distributions made afterwards."""
+        if value not in (True, False):
+            raise ValueError(f"set_default_validate_args expects True or False, got {value!r}")
         Distribution._validate_default = bool(value)
+
+    def expand(self, batch_shape, _instance=None):
+        """This distribution with its batch dims broadcast to ``batch_shape`` (views of the
+        parameters, not copies; no new checks): the tensors named in ``arg_constraints`` or
+        ``_expand_attrs`` and the inner distributions of the same batch shape are expanded,
+        the other attributes shared."""
+        batch_shape, old = Size(batch_shape), len(self._batch_shape)
+        new = _instance if _instance is not None else object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        batched = set(self.arg_constraints) | set(self._expand_attrs)
+        for name, value in self.__dict__.items():
+            if isinstance(value, Tensor) and name in batched:
+                new.__dict__[name] = F.expand(value, tuple(batch_shape) + tuple(value.shape[old:]))
+            elif isinstance(value, Distribution) and value.batch_shape == self._batch_shape:
+                new.__dict__[name] = value.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    _expand_attrs = ()  # (tensors batched like the parameters, besides those in arg_constraints)
 
     @property
     def batch_shape(self):
@@ -34,6 +72,26 @@ class Distribution:
     @property
     def event_shape(self):
         return self._event_shape
+
+    @property
+    def support(self):
+        raise NotImplementedError(f"{type(self).__name__} defines no support")
+
+    @property
+    def mean(self):
+        raise NotImplementedError(f"{type(self)} does not implement mean")
+
+    @property
+    def mode(self):
+        raise NotImplementedError(f"{type(self)} does not implement mode")
+
+    @property
+    def variance(self):
+        raise NotImplementedError(f"{type(self)} does not implement variance")
+
+    @property
+    def stddev(self):
+        return F.sqrt(self.variance)
 
     def _extended_shape(self, sample_shape=()):
         return Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
@@ -52,15 +110,20 @@ class Distribution:
     def log_prob(self, value):
         raise NotImplementedError
 
+    def cdf(self, value):
+        raise NotImplementedError(f"{type(self).__name__} defines no cdf")
+
+    def icdf(self, value):
+        raise NotImplementedError(f"{type(self).__name__} defines no icdf")
+
+    def enumerate_support(self, expand=True):
+        raise NotImplementedError(f"{type(self).__name__} cannot enumerate its support")
+
     def entropy(self):
         raise NotImplementedError(f"{type(self).__name__} defines no entropy")
 
     def perplexity(self):
         return F.exp(self.entropy())
-
-    @property
-    def stddev(self):
-        return F.sqrt(self.variance)
 
     def __repr__(self):
         params = [k for k in self.arg_constraints if k in self.__dict__]
@@ -68,20 +131,27 @@ class Distribution:
                           ((k, self.__dict__[k]) for k in params))
         return f"{type(self).__name__}({shown})"
 
-    arg_constraints = {}
-
     # ------------------------------------------------------------------ checks
-    def _check(self, name, value, ok, constraint):
-        """Raise PyTorch's ValueError when ``ok`` (a bool tensor) is False anywhere."""
-        if self._validate_args and not value._is_traced and not bool(ok.all()):
-            raise ValueError(f"Expected parameter {name} (Tensor of shape {tuple(value.shape)}) of "
-                             f"distribution {type(self).__name__}() to satisfy the constraint "
-                             f"{constraint}, but found invalid values:\n{value}")
-
-    def _check_sample(self, value, ok, support):
-        if self._validate_args and not value._is_traced and not bool(ok.all()):
+    def _validate_sample(self, value):
+        """PyTorch's checks of a ``log_prob``/``cdf`` argument: a tensor whose rightmost dims
+        are ``event_shape``, broadcastable with ``batch_shape``, inside ``support``."""
+        if not self._validate_args:
+            return
+        if not isinstance(value, Tensor):
+            raise ValueError("The value argument to log_prob must be a Tensor")
+        event = tuple(self._event_shape)
+        if tuple(value.shape[value.ndim - len(event):]) != event:
+            raise ValueError(f"The right-most size of value must match event_shape: {value.shape} vs "
+                             f"{self._event_shape}.")
+        expected = tuple(self._batch_shape) + event
+        for i, j in zip(reversed(tuple(value.shape)), reversed(expected)):
+            if i != 1 and j != 1 and i != j:
+                raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: {value.shape} vs "
+                                 f"{Size(expected)}.")
+        support = self.support
+        if not value._is_traced and not bool(support.check(value).all()):
             raise ValueError(f"Expected value argument (Tensor of shape {tuple(value.shape)}) to be within "
-                             f"the support ({support}) of the distribution {type(self).__name__}(), "
+                             f"the support ({support!r}) of the distribution {self!r}, "
                              f"but found invalid values:\n{value}")
 
 

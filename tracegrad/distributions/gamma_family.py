@@ -1,63 +1,62 @@
 """Distributions whose densities need the gamma function: ``Gamma``, ``Chi2``, ``Beta``,
-``Dirichlet``, ``Poisson``, ``StudentT`` (PyTorch's formulas, on tracegrad's ``lgamma`` and
-``digamma``). Their samples are drawn eagerly by NumPy's generators and carry no gradient:
-unlike PyTorch, there is no ``rsample`` (PyTorch's uses implicit reparametrization gradients).
+``Dirichlet``, ``Poisson``, ``StudentT``, ``FisherSnedecor`` (PyTorch's formulas, on tracegrad's ``lgamma`` and
+``digamma``). All but Poisson have ``rsample`` with PyTorch's implicit reparametrization
+gradients (gamma_sampling.py); the draws themselves are NumPy's, eagerly.
+
+>>> import tracegrad as tg
+>>> tg.distributions.Gamma(2.0, 1.0).cdf(tg.tensor(1.0))
+tensor(0.2642)
 """
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import creation
 from .. import functional as F
 from .. import math_extras as MX
 from ..autograd.grad_mode import no_grad
+from ..dtypes import finfo
 from ..nn import functional as NF
+from . import constraints
 from .distribution import Distribution, broadcast_all
+from .gamma_sampling import dirichlet, standard_gamma
+from .noise import draw, noise
 
-__all__ = ["Gamma", "Chi2", "Beta", "Dirichlet", "Poisson", "StudentT"]
-
-
-def _draw(like, shape, sample):
-    """``sample(rng, params...)`` as a tensor of ``shape`` in ``like``'s dtype, from the global
-    generator (eagerly; a compiled function breaks its graph here)."""
-    from ..ir import trace
-
-    if trace.current_tracer() is not None:
-        trace.graph_break("sampling a distribution (random numbers) inside a compiled function")
-    rng = creation.default_generator.rng
-    return creation.tensor(np.asarray(sample(rng, tuple(shape))), dtype=like.dtype)
-
-
-def _positive(self, name, value):
-    self._check(name, value, value > 0, "GreaterThan(lower_bound=0.0)")
+__all__ = ["Gamma", "Chi2", "Beta", "Dirichlet", "Poisson", "StudentT", "FisherSnedecor"]
 
 
 class Gamma(Distribution):
     """``Gamma(concentration, rate)``: density ``rate^a x^(a-1) e^(-rate x) / Gamma(a)``."""
 
-    arg_constraints = {"concentration": "GreaterThan(lower_bound=0.0)", "rate": "GreaterThan(lower_bound=0.0)"}
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.nonnegative
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
         super().__init__(self.concentration.shape, validate_args=validate_args)
-        _positive(self, "concentration", self.concentration)
-        _positive(self, "rate", self.rate)
 
     mean = property(lambda self: self.concentration / self.rate)
     mode = property(lambda self: F.clamp((self.concentration - 1) / self.rate, min=0))
     variance = property(lambda self: self.concentration / self.rate ** 2)
 
-    def sample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
-        with no_grad():
-            a = F.expand(self.concentration, tuple(shape)).numpy()
-            return _draw(self.rate, shape, lambda rng, s: rng.standard_gamma(a, s)) / self.rate.detach()
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        shape = tuple(self._extended_shape(sample_shape))
+        value = standard_gamma(F.expand(self.concentration, shape)) / F.expand(self.rate, shape)
+        # (PyTorch clamps the value in place, under its gradient: draws that underflow to 0 for
+        # small concentrations become the smallest normal number, their gradient unchanged)
+        floor = finfo(value.dtype).tiny
+        return value + (F.clamp(value.detach(), min=floor) - value.detach())
 
     def log_prob(self, value):
+        self._validate_sample(value)
         a, b = self.concentration, self.rate
         return MX.xlogy(a, b) + MX.xlogy(a - 1, value) - b * value - MX.lgamma(a)
+
+    def cdf(self, value):
+        self._validate_sample(value)
+        return MX.igamma(self.concentration, value * self.rate)
 
     def entropy(self):
         a = self.concentration
@@ -67,7 +66,7 @@ class Gamma(Distribution):
 class Chi2(Gamma):
     """``Chi2(df)``: ``Gamma(df / 2, 1 / 2)``."""
 
-    arg_constraints = {"df": "GreaterThan(lower_bound=0.0)"}
+    arg_constraints = {"df": constraints.positive}
 
     def __init__(self, df, validate_args=None):
         (df,) = broadcast_all(df)
@@ -79,14 +78,14 @@ class Chi2(Gamma):
 class Dirichlet(Distribution):
     """``Dirichlet(concentration)`` over the probability simplex of the last dim."""
 
-    arg_constraints = {"concentration": "IndependentConstraint(GreaterThan(lower_bound=0.0), 1)"}
+    arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
+    support = constraints.simplex
 
     def __init__(self, concentration, validate_args=None):
         if concentration.ndim < 1:
             raise ValueError("`concentration` parameter must be at least one-dimensional.")
         self.concentration = concentration
         super().__init__(concentration.shape[:-1], concentration.shape[-1:], validate_args)
-        _positive(self, "concentration", concentration)
 
     @property
     def mean(self):
@@ -105,14 +104,13 @@ class Dirichlet(Distribution):
         total = F.sum(self.concentration, -1, keepdim=True)
         return self.concentration * (total - self.concentration) / (total ** 2 * (total + 1))
 
-    def sample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
-        with no_grad():
-            a = F.expand(self.concentration, tuple(shape)).numpy()
-            g = _draw(self.concentration, shape, lambda rng, s: rng.standard_gamma(a, s))
-            return g / F.sum(g, -1, keepdim=True)
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        return dirichlet(F.expand(self.concentration, tuple(self._extended_shape(sample_shape))))
 
     def log_prob(self, value):
+        self._validate_sample(value)
         c = self.concentration
         return (F.sum(MX.xlogy(c - 1, value), -1) + MX.lgamma(F.sum(c, -1))
                 - F.sum(MX.lgamma(c), -1))
@@ -128,8 +126,8 @@ class Dirichlet(Distribution):
 class Beta(Distribution):
     """``Beta(concentration1, concentration0)`` on ``[0, 1]``: a two-category Dirichlet."""
 
-    arg_constraints = {"concentration1": "GreaterThan(lower_bound=0.0)",
-                       "concentration0": "GreaterThan(lower_bound=0.0)"}
+    arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
+    support = constraints.unit_interval
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
@@ -144,10 +142,13 @@ class Beta(Distribution):
         total = self.concentration1 + self.concentration0
         return self.concentration1 * self.concentration0 / (total ** 2 * (total + 1))
 
-    def sample(self, sample_shape=()):
-        return self._dirichlet.sample(sample_shape)[..., 0]
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        return self._dirichlet.rsample(sample_shape)[..., 0]
 
     def log_prob(self, value):
+        self._validate_sample(value)
         return self._dirichlet.log_prob(F.stack([value, 1.0 - value], -1))
 
     def entropy(self):
@@ -157,12 +158,12 @@ class Beta(Distribution):
 class Poisson(Distribution):
     """``Poisson(rate)``: counts with ``P(k) = rate^k e^-rate / k!``."""
 
-    arg_constraints = {"rate": "GreaterThanEq(lower_bound=0.0)"}
+    arg_constraints = {"rate": constraints.nonnegative}
+    support = constraints.nonnegative_integer
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
         super().__init__(self.rate.shape, validate_args=validate_args)
-        self._check("rate", self.rate, self.rate >= 0, self.arg_constraints["rate"])
 
     mean = variance = property(lambda self: self.rate)
     mode = property(lambda self: F.floor(self.rate))
@@ -170,10 +171,11 @@ class Poisson(Distribution):
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         with no_grad():
-            lam = F.expand(self.rate, tuple(shape)).numpy()
-            return _draw(self.rate, shape, lambda rng, s: rng.poisson(lam, s))
+            lam = F.expand(self.rate, tuple(shape))
+            return draw(self.rate, shape, lambda rng, s: rng.poisson(lam.numpy(), s))
 
     def log_prob(self, value):
+        self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return MX.xlogy(value, rate) - rate - MX.lgamma(value + 1)
 
@@ -181,14 +183,12 @@ class Poisson(Distribution):
 class StudentT(Distribution):
     """``StudentT(df, loc=0, scale=1)``."""
 
-    arg_constraints = {"df": "GreaterThan(lower_bound=0.0)", "loc": "Real()",
-                       "scale": "GreaterThan(lower_bound=0.0)"}
+    arg_constraints = {"df": constraints.positive, "loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
 
     def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
         self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
         super().__init__(self.df.shape, validate_args=validate_args)
-        _positive(self, "df", self.df)
-        _positive(self, "scale", self.scale)
 
     mean = property(lambda self: F.where(self.df > 1, self.loc, float("nan")))
     mode = property(lambda self: self.loc)
@@ -199,14 +199,16 @@ class StudentT(Distribution):
         finite = self.scale ** 2 * df / (df - 2)
         return F.where(df > 2, finite, F.where(df > 1, float("inf"), float("nan")))
 
-    def sample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
-        with no_grad():
-            df = F.expand(self.df, tuple(shape)).numpy()
-            t = _draw(self.df, shape, lambda rng, s: rng.standard_t(df, s))
-            return self.loc.detach() + t * self.scale.detach()
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        # X / sqrt(Z / df) with X ~ Normal(0, 1), Z ~ Chi2(df), as PyTorch
+        x = noise("normal", self._extended_shape(sample_shape), self.df)
+        z = Chi2(self.df).rsample(sample_shape)
+        return self.loc + self.scale * x * F.rsqrt(z / self.df)
 
     def log_prob(self, value):
+        self._validate_sample(value)
         y = (value - self.loc) / self.scale
         z = (F.log(self.scale) + 0.5 * F.log(self.df) + 0.5 * math.log(math.pi)
              + MX.lgamma(0.5 * self.df) - MX.lgamma(0.5 * (self.df + 1.0)))
@@ -218,3 +220,39 @@ class StudentT(Distribution):
         return (F.log(self.scale) + 0.5 * (df + 1) * (MX.digamma(0.5 * (df + 1)) - MX.digamma(0.5 * df))
                 + 0.5 * F.log(df) + log_beta)
 
+
+class FisherSnedecor(Distribution):
+    """``FisherSnedecor(df1, df2)``: the ratio of two chi-squares over their degrees of freedom."""
+
+    arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, df1, df2, validate_args=None):
+        self.df1, self.df2 = broadcast_all(df1, df2)
+        self._gamma1, self._gamma2 = Gamma(self.df1 * 0.5, self.df1), Gamma(self.df2 * 0.5, self.df2)
+        super().__init__(self.df1.shape, validate_args=validate_args)
+
+    mean = property(lambda self: F.where(self.df2 > 2, self.df2 / (self.df2 - 2), float("nan")))
+
+    @property
+    def mode(self):
+        return F.where(self.df1 > 2, (self.df1 - 2) / self.df1 * self.df2 / (self.df2 + 2), float("nan"))
+
+    @property
+    def variance(self):
+        df1, df2 = self.df1, self.df2
+        finite = 2 * df2 ** 2 * (df1 + df2 - 2) / (df1 * (df2 - 2) ** 2 * (df2 - 4))
+        return F.where(df2 > 4, finite, float("nan"))
+
+    def rsample(self, sample_shape=()):
+        tiny = finfo(self.df1.dtype).tiny
+        x1 = self._gamma1.rsample(sample_shape)
+        x2 = F.clamp(self._gamma2.rsample(sample_shape), min=tiny)
+        return F.clamp(x1 / x2, min=tiny)
+
+    def log_prob(self, value):
+        self._validate_sample(value)
+        ct1, ct2, ct3 = self.df1 * 0.5, self.df2 * 0.5, self.df1 / self.df2
+        t1 = MX.lgamma(ct1 + ct2) - MX.lgamma(ct1) - MX.lgamma(ct2)
+        return t1 + ct1 * F.log(ct3) + (ct1 - 1) * F.log(value) - (ct1 + ct2) * F.log1p(ct3 * value)

@@ -8,8 +8,9 @@ from .. import creation
 from .. import functional as F
 from .. import linalg as LA
 from ..layout import broadcast_shapes
-from .continuous import _noise
+from . import constraints
 from .distribution import Distribution
+from .noise import noise
 
 __all__ = ["MultivariateNormal", "Independent"]
 
@@ -41,8 +42,9 @@ class MultivariateNormal(Distribution):
     tensor(-1.8379)
     """
 
-    arg_constraints = {"loc": "IndependentConstraint(Real(), 1)", "covariance_matrix": "PositiveDefinite()",
-                       "precision_matrix": "PositiveDefinite()", "scale_tril": "LowerCholesky()"}
+    arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
+                       "precision_matrix": constraints.positive_definite, "scale_tril": constraints.lower_cholesky}
+    support = constraints.real_vector
     has_rsample = True
 
     def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
@@ -58,15 +60,14 @@ class MultivariateNormal(Distribution):
         batch = tuple(broadcast_shapes(tuple(matrix.shape[:-2]), tuple(loc.shape[:-1])))
         n = loc.shape[-1]
         self.loc = F.expand(loc, batch + (n,))
-        if scale_tril is not None:
-            self.scale_tril = F.expand(scale_tril, batch + (n, n))
-        elif covariance_matrix is not None:
-            self.covariance_matrix = F.expand(covariance_matrix, batch + (n, n))
+        name = "scale_tril" if scale_tril is not None else \
+            "covariance_matrix" if covariance_matrix is not None else "precision_matrix"
+        setattr(self, name, F.expand(matrix, batch + (n, n)))
+        super().__init__(batch, (n,), validate_args)  # (checks the matrix before factoring it)
+        if name == "covariance_matrix":
             self.scale_tril = LA.cholesky(self.covariance_matrix)
-        else:
-            self.precision_matrix = F.expand(precision_matrix, batch + (n, n))
+        elif name == "precision_matrix":
             self.scale_tril = _precision_to_scale_tril(self.precision_matrix)
-        super().__init__(batch, (n,), validate_args)
 
     def __getattr__(self, name):
         if name == "covariance_matrix":
@@ -81,13 +82,14 @@ class MultivariateNormal(Distribution):
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
-        eps = _noise("normal", shape, self.loc)
+        eps = noise("normal", shape, self.loc)
         return self.loc + F.squeeze(F.matmul(self.scale_tril, F.unsqueeze(eps, -1)), -1)
 
     def _half_log_det(self):
         return F.sum(F.log(self.scale_tril.diagonal(0, -2, -1)), -1)
 
     def log_prob(self, value):
+        self._validate_sample(value)
         m = _mahalanobis(self.scale_tril, value - self.loc)
         return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + m) - self._half_log_det()
 
@@ -101,6 +103,12 @@ class Independent(Distribution):
 
     arg_constraints = {}
 
+    @constraints.dependent_property
+    def support(self):
+        support = self.base_dist.support
+        n = self.reinterpreted_batch_ndims
+        return constraints.independent(support, n) if n else support
+
     def __init__(self, base_distribution, reinterpreted_batch_ndims, validate_args=None):
         batch = tuple(base_distribution.batch_shape)
         if reinterpreted_batch_ndims > len(batch):
@@ -109,6 +117,12 @@ class Independent(Distribution):
         cut = len(batch) - reinterpreted_batch_ndims
         self.base_dist, self.reinterpreted_batch_ndims = base_distribution, reinterpreted_batch_ndims
         super().__init__(batch[:cut], batch[cut:] + tuple(base_distribution.event_shape), validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        n = self.reinterpreted_batch_ndims
+        new = super().expand(batch_shape, _instance)
+        new.base_dist = self.base_dist.expand(tuple(batch_shape) + tuple(self._event_shape[:n]))
+        return new
 
     has_rsample = property(lambda self: self.base_dist.has_rsample)
     mean = property(lambda self: self.base_dist.mean)

@@ -298,8 +298,12 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size "
                          f"({list(input.shape)})")
-    # log(1 + e^-x) = max(-x, 0) + log1p(e^-|x|)
-    softplus_neg = T.add(T.relu(T.neg(input)), T.log1p(T.exp(T.neg(T.abs(input)))))
+    # log(1 + e^-x) = max(-x, 0) + log1p(e^-|x|), with max(u, 0) as (clamp(u, min=0) + u -
+    # clamp(u, max=0)) / 2: equal everywhere, but its slope at u = 0 is 1/2, so the gradient at
+    # x = 0 is sigmoid(0) - y, PyTorch's (relu's slope 0 there gave 1/2 too much)
+    u = T.neg(input)
+    max_u_0 = T.mul(T.sub(T.add(T.clamp(u, min=0), u), T.clamp(u, max=0)), 0.5)
+    softplus_neg = T.add(max_u_0, T.log1p(T.exp(T.neg(T.abs(input)))))
     if pos_weight is not None:
         log_weight = T.add(T.mul(T.sub(pos_weight, 1), target), 1)
         loss = T.add(T.mul(T.sub(1, target), input), T.mul(log_weight, softplus_neg))

@@ -15,6 +15,7 @@ domain              values                                                      
 ``"with_zeros"``    uniform in [-2, 2] with about a third exactly 0 (products      float
                     through zeros)
 ``"above_one"``     uniform in [1.25, 3] (acosh's domain)                         float
+``"unit"``          uniform in [0.05, 0.95] (probabilities)                       float
 ``"well_conditioned"`` square matrices: 2 I + uniform in [-0.5, 0.5] (inverses,    float
                     determinants and solves far from singular)
 ``"separated"``     matrices with singular values at least 0.6 apart and 0.7 or   float
@@ -41,7 +42,7 @@ import zlib
 import numpy as np
 
 DEFAULT_SHAPE = (3, 4)
-FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "above_one", "well_conditioned", "with_zeros",
+FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "above_one", "unit", "well_conditioned", "with_zeros",
                  "separated")
 INT_DOMAINS = ("index", "unique_index", "seed")
 DOMAINS = FLOAT_DOMAINS + ("bool",) + INT_DOMAINS
@@ -86,6 +87,8 @@ def materialize(spec, dtype=np.float64, seed=0):
         return rng.uniform(-0.5, 0.5, shape).astype(dtype)
     if domain == "above_one":
         return rng.uniform(1.25, 3, shape).astype(dtype)
+    if domain == "unit":
+        return rng.uniform(0.05, 0.95, shape).astype(dtype)
     if domain == "well_conditioned":
         return (rng.uniform(-0.5, 0.5, shape) + 2 * np.eye(shape[-1])).astype(dtype)
     if domain == "separated":
@@ -131,5 +134,7 @@ def cases(op, dtype=np.float64):
 
 
 def differentiable_positions(op, arrays):
-    """Input positions a gradient flows to: floating inputs that are not nondiff inputs."""
-    return [i for i, a in enumerate(arrays) if a.dtype.kind == "f" and i not in op.nondiff_inputs]
+    """Input positions a gradient flows to: floating inputs that are neither nondiff inputs nor
+    inputs without a derivative."""
+    return [i for i, a in enumerate(arrays)
+            if a.dtype.kind == "f" and i not in op.nondiff_inputs and i not in op.no_derivative]
