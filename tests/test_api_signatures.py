@@ -8,6 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.func  # noqa: E402
+import torch.nn.attention  # noqa: E402
 import torch.nn.utils.fusion  # noqa: E402
 import torch.nn.utils.prune  # noqa: E402
 import torch.optim.swa_utils  # noqa: E402
@@ -24,7 +25,8 @@ NAMESPACES = [("nn", torch.nn, tg.nn), ("nn.functional", torch.nn.functional, tg
               ("random", torch.random, tg.random), ("autograd", torch.autograd, tg.autograd),
               ("optim.swa_utils", torch.optim.swa_utils, tg.optim.swa_utils),
               ("nn.utils.prune", torch.nn.utils.prune, tg.nn.utils.prune),
-              ("nn.utils.fusion", torch.nn.utils.fusion, tg.nn.utils.fusion)]
+              ("nn.utils.fusion", torch.nn.utils.fusion, tg.nn.utils.fusion),
+              ("nn.attention", torch.nn.attention, tg.nn.attention)]
 
 
 # where the contract (../shared/API.md) fixes another signature: the name, and why

@@ -108,3 +108,23 @@ def test_adaptive_log_softmax_equals_torchs_and_compiles(batched):
         np.testing.assert_allclose(compiled(tg.tensor(x), tg.tensor(target)).item(), t_out.loss.item(), rtol=1e-5)
         with pytest.raises(RuntimeError, match="Target values should be in"):
             ours(tg.tensor(x), tg.tensor(target + 1))
+
+
+def test_sdpa_kernel_selects_and_restores_backends():
+    from tracegrad.nn.attention import SDPBackend, enabled_backends, sdpa_kernel
+    from torch.nn.attention import SDPBackend as TorchBackend, sdpa_kernel as torch_sdpa_kernel
+
+    assert {b.name: int(b) for b in SDPBackend} == {b.name: int(b) for b in TorchBackend.__members__.values()}
+    q = rng.standard_normal((1, 2, 5, 4)).astype(np.float32)
+    with sdpa_kernel([SDPBackend.MATH, SDPBackend.FLASH_ATTENTION]):
+        assert enabled_backends() == (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION)
+        with sdpa_kernel(SDPBackend.MATH):
+            got = tg.nn.functional.scaled_dot_product_attention(tg.tensor(q), tg.tensor(q), tg.tensor(q), is_causal=True)
+        assert enabled_backends() == (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION)
+    with torch_sdpa_kernel(TorchBackend.MATH):
+        want = torch.nn.functional.scaled_dot_product_attention(torch.tensor(q), torch.tensor(q), torch.tensor(q),
+                                                                is_causal=True)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(AssertionError, match="instance of SDPBackend"):
+        with sdpa_kernel(["math"]):
+            pass

@@ -9,7 +9,7 @@
 >>> model[0].weight.grad.shape
 tracegrad.Size([8, 4])
 """
-from . import functional, init, utils
+from . import attention, functional, init, utils
 from .activation import ELU, GLU, Hardtanh, LeakyReLU, LogSigmoid, Mish, SiLU, Softplus, Softsign
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
@@ -47,7 +47,7 @@ from .padding import (PADDING_MODULES, CircularPad1d, CircularPad2d, CircularPad
                       ZeroPad3d)
 from .parameter import Parameter, UninitializedBuffer, UninitializedParameter
 
-__all__ = ["functional", "init", "utils", "Module", "Parameter", "UninitializedParameter",
+__all__ = ["attention", "functional", "init", "utils", "Module", "Parameter", "UninitializedParameter",
            "UninitializedBuffer", "Sequential", "ModuleList",
            "ModuleDict", "ParameterList", "ParameterDict", "Linear", "Identity", "Flatten", "Unflatten",
            "ReLU", "Tanh", "Sigmoid", "GELU", "SiLU", "Softplus", "LeakyReLU", "ELU", "Mish",
