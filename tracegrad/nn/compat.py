@@ -103,3 +103,6 @@ class Container(Module):
 
 class NLLLoss2d(NLLLoss):
     """Deprecated alias of NLLLoss (which takes images of class scores as they are)."""
+
+    def __init__(self, *args, **kwargs):  # (PyTorch's signature: all passed through)
+        super().__init__(*args, **kwargs)
