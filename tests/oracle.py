@@ -166,6 +166,18 @@ def _qr_packed(a, complete):
     return torch.cat([pad(q), pad(r)], -2)
 
 
+def _lu_packed(a, check):
+    lu, pivots = torch.linalg.lu_factor_ex(a)[:2]
+    row = TF.pad(pivots.to(a.dtype), (0, a.shape[-1] - pivots.shape[-1])).unsqueeze(-2)
+    return torch.cat([lu, row], -2)
+
+
+def _lu_permutation(pivots, m):
+    """The permutation (``P[perm[i], i] = 1``) of torch.lu_unpack's ``P``."""
+    shell = torch.zeros(tuple(pivots.shape[:-1]) + (m, pivots.shape[-1]))
+    return torch.lu_unpack(shell, pivots, unpack_data=False).P.argmax(-2)
+
+
 def _twins():
     t = torch
     twins = {name: getattr(t, name) for name in (
@@ -207,6 +219,8 @@ def _twins():
         # (hermitian: tracegrad reads the symmetric part, as eigh)
         "linalg_pinv": lambda a, atol, rtol, hermitian: t.linalg.pinv(
             (a + a.mT) / 2 if hermitian else a, atol=atol, rtol=rtol, hermitian=hermitian),
+        "linalg_lu_factor": _lu_packed,  # (packed (m + 1, n): LU, then the pivots as floats)
+        "lu_permutation": _lu_permutation,
         "argmin": lambda x, dim, keepdim: t.argmin(x, dim, keepdim=keepdim),
         "reshape": lambda x, shape: x.reshape(shape),
         "permute": lambda x, dims: x.permute(dims),

@@ -21,12 +21,14 @@ from collections import namedtuple
 from . import functional as F
 from .composites import cross, norm as _vector_norm
 from .layout import select as _select
+from .linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve  # noqa: F401  (tg.linalg's LU family)
 from .ops import decompositions as D, linalg as L
 from .tensor import Tensor
 
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "solve_triangular", "vector_norm",
            "matrix_norm", "norm", "matrix_power", "cross", "eigh", "eigvalsh", "svd", "svdvals",
-           "cond", "pinv", "matrix_rank", "qr", "matrix_exp", "multi_dot", "vecdot", "diagonal", "vander"]
+           "cond", "pinv", "matrix_rank", "qr", "matrix_exp", "multi_dot", "vecdot", "diagonal", "vander",
+           "lu_factor", "lu_factor_ex", "lu", "lu_solve"]
 
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])

@@ -26,6 +26,8 @@ domain              values                                                      
 ``"unique_index"``  ``("unique_index", shape, high)``: distinct integers in       int64
                     [0, high) (scatters whose result must not depend on order)
 ``"seed"``          a 0-dim random seed                                          int64
+``"pivots"``        ``("pivots", shape, m)``: LAPACK's row pivots of m-row        int32
+                    matrices, 1-based (entry i in [i + 1, m] along the last dim)
 ==================  ===========================================================  ===========
 
 >>> from tracegrad.ops import samples
@@ -43,7 +45,7 @@ import numpy as np
 DEFAULT_SHAPE = (3, 4)
 FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "above_one", "well_conditioned", "with_zeros",
                  "separated")
-INT_DOMAINS = ("index", "unique_index", "seed")
+INT_DOMAINS = ("index", "unique_index", "seed", "pivots")
 DOMAINS = FLOAT_DOMAINS + ("bool",) + INT_DOMAINS
 
 
@@ -61,7 +63,7 @@ def parse(spec):
         raise ValueError(f"bad sample spec {spec!r}: unknown domain {domain!r}; known: {DOMAINS}")
     if domain == "seed":
         shape = ()
-    if domain in ("index", "unique_index") and len(params) != 1:
+    if domain in ("index", "unique_index", "pivots") and len(params) != 1:
         raise ValueError(f"bad sample spec {spec!r}: {domain} needs (domain, shape, high)")
     return domain, shape, params
 
@@ -92,6 +94,9 @@ def materialize(spec, dtype=np.float64, seed=0):
         return _separated(rng, shape).astype(dtype)
     if domain == "bool":
         return rng.random(shape) > 0.5
+    if domain == "pivots":
+        low = np.arange(shape[-1]) + 1
+        return rng.integers(low, params[0] + 1, shape).astype(np.int32)
     if domain == "index":
         return rng.integers(0, params[0], shape).astype(np.int64)
     if domain == "unique_index":
