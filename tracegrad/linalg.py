@@ -22,7 +22,7 @@ from . import functional as F
 from .composites import cross, norm as _vector_norm
 from .layout import select as _select
 from .linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve  # noqa: F401  (tg.linalg's LU family)
-from .ops import decompositions as D, linalg as L
+from .ops import decompositions as D, determinant as _det, linalg as L
 from .tensor import Tensor
 
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "solve_triangular", "vector_norm",
@@ -43,15 +43,31 @@ def inv(A):
 
 
 def det(A):
-    """The determinant of each square matrix of ``A``. Its gradient needs the inverse: at a
-    singular matrix it raises (PyTorch's goes through an SVD there)."""
-    return L.DET(A)
+    """The determinant of each square matrix of ``A``. Its gradient is the cofactor matrix
+    (``det(A) A^-T`` where A is invertible), computed from an SVD, so it is exact at singular
+    and nearly singular matrices too (ops/determinant.py); so is the second derivative.
+
+    >>> import tracegrad as tg
+    >>> A = tg.tensor([[1.0, 2.0], [2.0, 4.0]], requires_grad=True)
+    >>> tg.linalg.det(A).backward()
+    >>> A.grad
+    tensor([[ 4., -2.],
+            [-2.,  1.]])
+    """
+    return _det.DET(A)
 
 
 def slogdet(A):
-    """``(sign, log|det|)`` of each square matrix."""
-    d = L.DET(A)
-    return slogdet_result(F.sign(d), F.log(F.abs(d)))
+    """``(sign, log|det|)`` of each square matrix, without overflow for large ones (LAPACK's
+    LU). The gradient of ``logabsdet`` is ``A^-T`` (+-inf at a singular matrix, as PyTorch's);
+    ``sign`` has none.
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.slogdet(tg.tensor([[0.0, 2.0], [3.0, 0.0]]))
+    slogdet(sign=tensor(-1.), logabsdet=tensor(1.7918))
+    """
+    packed = _det.SLOGDET(A)
+    return slogdet_result(F.squeeze(F.narrow(packed, -1, 0, 1), -1), F.squeeze(F.narrow(packed, -1, 1, 1), -1))
 
 
 def solve(A, B, *, left=True):

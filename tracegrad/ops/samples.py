@@ -21,6 +21,8 @@ domain              values                                                      
                     more; square ones symmetric, their eigenvalues (of both signs)
                     as far apart (eigh, svd and qr: their gradients divide by
                     differences of these values)
+``"singular"``      square matrices of rank n - 1: ``"separated"``'s with the       float
+                    smallest singular value 0 (determinants' derivatives there)
 ``"bool"``          random True/False                                            bool
 ``"index"``         ``("index", shape, high)``: integers in [0, high)            int64
 ``"unique_index"``  ``("unique_index", shape, high)``: distinct integers in       int64
@@ -44,7 +46,7 @@ import numpy as np
 
 DEFAULT_SHAPE = (3, 4)
 FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "above_one", "well_conditioned", "with_zeros",
-                 "separated")
+                 "separated", "singular")
 INT_DOMAINS = ("index", "unique_index", "seed", "pivots")
 DOMAINS = FLOAT_DOMAINS + ("bool",) + INT_DOMAINS
 
@@ -90,8 +92,8 @@ def materialize(spec, dtype=np.float64, seed=0):
         return rng.uniform(1.25, 3, shape).astype(dtype)
     if domain == "well_conditioned":
         return (rng.uniform(-0.5, 0.5, shape) + 2 * np.eye(shape[-1])).astype(dtype)
-    if domain == "separated":
-        return _separated(rng, shape).astype(dtype)
+    if domain in ("separated", "singular"):
+        return _separated(rng, shape, rank_deficient=domain == "singular").astype(dtype)
     if domain == "bool":
         return rng.random(shape) > 0.5
     if domain == "pivots":
@@ -107,16 +109,20 @@ def materialize(spec, dtype=np.float64, seed=0):
     return np.array(rng.integers(0, 2**31), dtype=np.int64)  # seed
 
 
-def _separated(rng, shape):
+def _separated(rng, shape, rank_deficient=False):
     """``Q_m diag(s) Q_n^T`` per matrix, random orthogonal Q's, ``s`` 0.7 apart from 0.7 on
-    (a jitter of up to 0.1 each); square: ``Q diag(+-s) Q^T``, symmetric, signs alternating."""
+    (a jitter of up to 0.1 each); square: ``Q diag(+-s) Q^T``, symmetric, signs alternating.
+    ``rank_deficient``: square, ``Q_n diag(s) Q_n'^T`` with the first of ``s`` 0 (not symmetric)."""
     *batch, m, n = shape
     k = min(m, n)
     out = np.empty((int(np.prod(batch, dtype=np.int64)), m, n))
     for b in range(out.shape[0]):
         s = 0.7 * (1 + np.arange(k)) + rng.uniform(0, 0.1, k)
         qm = np.linalg.qr(rng.standard_normal((m, m)))[0][:, :k]
-        if m == n:
+        if rank_deficient:
+            s[0] = 0.0
+            out[b] = (qm * s) @ np.linalg.qr(rng.standard_normal((n, n)))[0][:, :k].T
+        elif m == n:
             out[b] = (qm * (s * (-1.0) ** np.arange(k))) @ qm.T
         else:
             out[b] = (qm * s) @ np.linalg.qr(rng.standard_normal((n, n)))[0][:, :k].T

@@ -1,4 +1,4 @@
-"""C kernels of the LU primitives (ops/lu.py): one call of
+"""C kernels of the LU and determinant primitives (ops/lu.py, ops/determinant.py): one call of
 a runtime function (codegen_templates/factorizations.h.j2) per matrix of the batch. A kernel
 returns 1 where the interpreter must raise PyTorch's error (a singular matrix for
 ``lu_factor``, a pivot out of range)."""
@@ -43,3 +43,32 @@ def lu_permutation(lw, n):
     loops, (src, dst) = _batch_loops(tuple(pivots.shape[:-1]), [(pv, k), (ov, m)])
     body = [f"if (!tg_lu_permutation({k}, {m}, {src}, {dst})) return 1;"]
     _raw(lw, _block(_loops(loops, body)), [pv, ov], "lu_permutation")
+
+
+def linalg_slogdet(lw, n):
+    x = n.inputs[0]
+    xv, ov = lw.contiguous(x), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    size, ct = x.shape[-1], ctype_of(x.dtype)
+    lu = lw._work(ct, max(size * size, 1), x.dtype.itemsize)
+    perm = lw._work("int64_t", max(size, 1), 8)
+    loops, (src, dst) = _batch_loops(tuple(x.shape[:-2]), [(xv, size * size), (ov, 2)])
+    body = [f"tg_slogdet_{ct}({size}, {src}, {dst}, {lu.name}, {perm.name});"]
+    _raw(lw, _block(_loops(loops, body)), [xv, ov, _work_view(lu, size * size), _work_view(perm, size)],
+         "linalg_slogdet")
+
+
+def linalg_cofactor(lw, n):
+    x = n.inputs[0]
+    xv, ov = lw.contiguous(x), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    size, ct = x.shape[-1], ctype_of(x.dtype)
+    count = 3 * size * size + 2 * size
+    work = lw._work("double", count, 8)
+    perm = lw._work("int64_t", size, 8)
+    loops, (src, dst) = _batch_loops(tuple(x.shape[:-2]), [(xv, size * size), (ov, size * size)])
+    body = [f"tg_cofactor_{ct}({size}, {src}, {dst}, {work.name}, {perm.name});"]
+    _raw(lw, _block(_loops(loops, body)), [xv, ov, _work_view(work, count), _work_view(perm, size)],
+         "linalg_cofactor")

@@ -603,5 +603,5 @@ def linalg_pinv(lw, n):
     _raw(lw, _block(_loops(loops, body)), views, "linalg_pinv")
 
 
-# (the LU kernels live in their own file; the Lowerer finds kernels here by name)
-from .factor_kernels import linalg_lu_factor, lu_permutation  # noqa: E402,F401
+# (the LU and determinant kernels live in their own file; the Lowerer finds kernels here by name)
+from .factor_kernels import linalg_cofactor, linalg_lu_factor, linalg_slogdet, lu_permutation  # noqa: E402,F401
