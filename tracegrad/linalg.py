@@ -1,10 +1,14 @@
 """``tg.linalg`` (PyTorch's ``torch.linalg``): ``inv``, ``det``, ``slogdet``, ``solve``,
 ``cholesky``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``qr``, ``pinv``,
 ``matrix_rank``, ``cond``, ``solve_triangular``, ``vector_norm``, ``matrix_norm``, ``norm``,
-``matrix_power``, ``cross``; and ``cholesky_solve``, ``cholesky_inverse``, ``pinverse``
-(``tg.`` level, as in PyTorch). ``inv``, ``det``, ``solve``, ``cholesky``, ``eigh``,
-``svd``, ``qr`` and ``pinv`` are primitives (NumPy's LAPACK eagerly, batched; C kernels when
-compiled) with their own derivative rules; the rest are compositions.
+``matrix_power``, ``cross``, ``matrix_exp``, ``multi_dot``, ``vecdot``, ``diagonal``,
+``vander``; the LU family ``lu_factor``, ``lu_factor_ex``, ``lu``, ``lu_solve`` (linalg_lu.py)
+and ``lstsq`` (linalg_lstsq.py); and ``cholesky_solve``, ``cholesky_inverse``, ``pinverse``,
+``lu_unpack`` (``tg.`` level, as in PyTorch). ``inv``, ``det``, ``slogdet``, ``solve``,
+``cholesky``, ``eigh``, ``svd``, ``qr``, ``pinv`` and the LU factorization are primitives
+(NumPy's LAPACK eagerly, batched; C kernels when compiled) with their own derivative rules; the
+rest are compositions. ``eig`` and ``eigvals`` raise NotImplementedError: their results are
+complex, and tracegrad has no complex dtypes (linalg_complex.py).
 
 >>> import tracegrad as tg
 >>> A = tg.tensor([[2.0, 1.0], [1.0, 3.0]])
@@ -21,6 +25,8 @@ from collections import namedtuple
 from . import functional as F
 from .composites import cross, norm as _vector_norm
 from .layout import select as _select
+from .linalg_complex import eig, eigvals  # noqa: F401  (NotImplementedError: complex results)
+from .linalg_lstsq import lstsq  # noqa: F401
 from .linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve  # noqa: F401  (tg.linalg's LU family)
 from .ops import decompositions as D, determinant as _det, linalg as L
 from .tensor import Tensor
@@ -28,7 +34,7 @@ from .tensor import Tensor
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "solve_triangular", "vector_norm",
            "matrix_norm", "norm", "matrix_power", "cross", "eigh", "eigvalsh", "svd", "svdvals",
            "cond", "pinv", "matrix_rank", "qr", "matrix_exp", "multi_dot", "vecdot", "diagonal", "vander",
-           "lu_factor", "lu_factor_ex", "lu", "lu_solve"]
+           "lu_factor", "lu_factor_ex", "lu", "lu_solve", "lstsq", "eig", "eigvals"]
 
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
