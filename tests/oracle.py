@@ -203,6 +203,8 @@ def _twins():
         "bitwise_right_shift": t.bitwise_right_shift,
         "lgamma": t.lgamma,
         "erfinv": t.erfinv,
+        **{name: getattr(t.special, name) for name in (
+            "ndtri", "erfcx", "i0", "i0e", "i1", "i1e", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "zeta")},
         "digamma": t.digamma,
         "polygamma": lambda x, n: t.polygamma(n, x),
         "cummax": lambda x, dim: t.cummax(x, dim).values,

@@ -257,7 +257,7 @@ def polygamma(n, input):
 
 def erfinv(input):
     """The inverse of ``erf`` on [-1, 1] (+-inf at +-1, NaN outside)."""
-    from .ops.special import ERFINV
+    from .ops.error_functions import ERFINV
 
     return ERFINV(input)
 

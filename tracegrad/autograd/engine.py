@@ -193,6 +193,17 @@ class _GraphTask:
 _tasks = threading.local()
 
 
+def input_grad_used(node, i):
+    """Whether the backward running on this thread uses the gradient ``node`` computes for its
+    input ``i`` (PyTorch's ``task_should_compute_output``): False when what it flows to is
+    neither run nor captured (``autograd.grad`` for other inputs). True outside backward."""
+    stack = getattr(_tasks, "stack", None)
+    if not stack:
+        return True
+    target = node.next_functions[i][0]
+    return target is not None and stack[-1].will_execute(target)
+
+
 def current_graph_task_id():
     """The id of the backward call running on this thread, or -1 outside backward."""
     stack = getattr(_tasks, "stack", None)

@@ -358,6 +358,12 @@ class VJPContext:
     def input(self, i):
         return self._node.saved[i].unpack(self._node)
 
+    def input_grad_used(self, i):
+        """Input ``i`` requires grad and the backward in progress uses its gradient."""
+        from .engine import input_grad_used
+
+        return self.needs_input_grad[i] and input_grad_used(self._node, i)
+
     @property
     def out(self):
         return self._node.saved["out"].unpack(self._node)

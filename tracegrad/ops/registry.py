@@ -10,6 +10,9 @@ An OpDef holds:
 - ``jvp(ctx, *tangents) -> tangent``: forward mode (tangents of non-differentiable inputs are None);
 - ``save``: what ``vjp`` reads: input positions and/or ``"out"``. This is the saved-tensor
   annotation the differentiation pass and the ``.saved`` report use;
+- ``no_derivative``: input positions PyTorch defines no derivative for (zeta's ``x``): they
+  may require grad (so does the output then), and the rules raise PyTorch's
+  NotImplementedError when asked for them (``raise_no_derivative``);
 - ``c``: a C expression template for elementwise ops (``"expf({0})"``) or None when the C
   backend lowers the op with a kernel of its own; ``cuda`` the same for CUDA;
 - ``version``: part of the compile-cache key; bump it when any rule changes.
@@ -30,7 +33,7 @@ REGISTRY: dict[str, "OpDef"] = {}
 class OpDef:
     def __init__(self, name, infer, impl, vjp=None, jvp=None, save=(), c=None, cuda=None,
                  differentiable=True, nondiff_inputs=(), version=1, kind="other", random=False,
-                 sample=None):
+                 sample=None, no_derivative=()):
         self.name = name
         self.infer = infer
         self.impl = impl
@@ -41,6 +44,7 @@ class OpDef:
         self.cuda = cuda
         self.differentiable = differentiable
         self.nondiff_inputs = frozenset(nondiff_inputs)  # e.g. index tensors
+        self.no_derivative = frozenset(no_derivative)
         self.version = version
         self.kind = kind  # elementwise | reduce | movement | index | linalg | nn | other
         self.random = random
@@ -64,6 +68,13 @@ def register(op: OpDef) -> OpDef:
 
 def defop(name, **kwargs) -> OpDef:
     return register(OpDef(name, **kwargs))
+
+
+def raise_no_derivative(name, requested):
+    """PyTorch's error for a derivative it does not define (``OpDef.no_derivative``), raised by
+    a rule when ``requested`` (a gradient or tangent for such an input is asked for)."""
+    if requested:
+        raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
 
 
 def dispatch(op: OpDef, *inputs, **attrs):

@@ -12,6 +12,7 @@ domain              values                                                      
 ``"positive"``      uniform in [0.5, 2]                                          float
 ``"nonzero"``       +-uniform in [0.5, 2] (away from kinks at 0)                  float
 ``"small"``         uniform in [-0.5, 0.5] (e.g. tan, far from its poles)         float
+``"probability"``   uniform in [0.05, 0.95] (ndtri's domain, away from its ends)   float
 ``"with_zeros"``    uniform in [-2, 2] with about a third exactly 0 (products      float
                     through zeros)
 ``"above_one"``     uniform in [1.25, 3] (acosh's domain)                         float
@@ -45,8 +46,8 @@ import zlib
 import numpy as np
 
 DEFAULT_SHAPE = (3, 4)
-FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "above_one", "well_conditioned", "with_zeros",
-                 "separated", "singular")
+FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "probability", "above_one", "well_conditioned",
+                 "with_zeros", "separated", "singular")
 INT_DOMAINS = ("index", "unique_index", "seed", "pivots")
 DOMAINS = FLOAT_DOMAINS + ("bool",) + INT_DOMAINS
 
@@ -88,6 +89,8 @@ def materialize(spec, dtype=np.float64, seed=0):
         return np.where(rng.random(shape) < 1 / 3, 0.0, rng.uniform(-2, 2, shape)).astype(dtype)
     if domain == "small":
         return rng.uniform(-0.5, 0.5, shape).astype(dtype)
+    if domain == "probability":
+        return rng.uniform(0.05, 0.95, shape).astype(dtype)
     if domain == "above_one":
         return rng.uniform(1.25, 3, shape).astype(dtype)
     if domain == "well_conditioned":
@@ -142,5 +145,7 @@ def cases(op, dtype=np.float64):
 
 
 def differentiable_positions(op, arrays):
-    """Input positions a gradient flows to: floating inputs that are not nondiff inputs."""
-    return [i for i, a in enumerate(arrays) if a.dtype.kind == "f" and i not in op.nondiff_inputs]
+    """Input positions a gradient flows to: floating inputs that are not nondiff inputs (nor
+    inputs without a derivative, whose rules raise)."""
+    return [i for i, a in enumerate(arrays)
+            if a.dtype.kind == "f" and i not in op.nondiff_inputs and i not in op.no_derivative]
