@@ -3,7 +3,8 @@
 ``matrix_rank``, ``cond``, ``solve_triangular``, ``vector_norm``, ``matrix_norm``, ``norm``,
 ``matrix_power``, ``cross``, ``matrix_exp``, ``multi_dot``, ``vecdot``, ``diagonal``,
 ``vander``; the LU family ``lu_factor``, ``lu_factor_ex``, ``lu``, ``lu_solve`` (linalg_lu.py)
-and ``lstsq`` (linalg_lstsq.py); and ``cholesky_solve``, ``cholesky_inverse``, ``pinverse``,
+``lstsq`` (linalg_lstsq.py) and ``ldl_factor``, ``ldl_factor_ex``, ``ldl_solve`` (linalg_ldl.py,
+no derivative, as PyTorch's); and ``cholesky_solve``, ``cholesky_inverse``, ``pinverse``,
 ``lu_unpack`` (``tg.`` level, as in PyTorch). ``inv``, ``det``, ``slogdet``, ``solve``,
 ``cholesky``, ``eigh``, ``svd``, ``qr``, ``pinv`` and the LU factorization are primitives
 (NumPy's LAPACK eagerly, batched; C kernels when compiled) with their own derivative rules; the
@@ -26,6 +27,7 @@ from . import functional as F
 from .composites import cross, norm as _vector_norm
 from .layout import select as _select
 from .linalg_complex import eig, eigvals  # noqa: F401  (NotImplementedError: complex results)
+from .linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: F401
 from .linalg_lstsq import lstsq  # noqa: F401
 from .linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve  # noqa: F401  (tg.linalg's LU family)
 from .ops import decompositions as D, determinant as _det, linalg as L
@@ -34,7 +36,8 @@ from .tensor import Tensor
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "solve_triangular", "vector_norm",
            "matrix_norm", "norm", "matrix_power", "cross", "eigh", "eigvalsh", "svd", "svdvals",
            "cond", "pinv", "matrix_rank", "qr", "matrix_exp", "multi_dot", "vecdot", "diagonal", "vander",
-           "lu_factor", "lu_factor_ex", "lu", "lu_solve", "lstsq", "eig", "eigvals"]
+           "lu_factor", "lu_factor_ex", "lu", "lu_solve", "lstsq", "eig", "eigvals",
+           "ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
