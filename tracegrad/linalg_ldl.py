@@ -22,6 +22,7 @@ from . import dtypes as _dt
 from . import functional as F
 from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled
+from .linalg_lu import first_true
 from .ops import ldl as _ldl
 
 __all__ = ["ldl_factor", "ldl_factor_ex", "ldl_solve"]
@@ -67,12 +68,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
     packed = _ldl.LDL_FACTOR(A, hermitian=bool(hermitian))
     LD = _without_derivative("aten::linalg_ldl_factor_ex", F.narrow(packed, -2, 0, n), A)
     pivots = F.cast(F.squeeze(F.narrow(packed, -2, n, 1), -2), _dt.int32)
-    zero = F.logical_and(F.gt(pivots, 0), F.eq(LD.detach().diagonal(0, -2, -1), 0))
-    if n:
-        info = F.where(zero.any(-1), F.cast(F.argmax(F.cast(zero, _dt.int32), -1), _dt.int32) + 1, 0)
-    else:
-        info = F.sum(zero, -1)
-    info = F.cast(info, _dt.int32)
+    info = first_true(F.logical_and(F.gt(pivots, 0), F.eq(LD.detach().diagonal(0, -2, -1), 0)))
     if check_errors and bool(info.any()):
         flat = info.reshape(-1)
         batch = int(F.argmax(F.cast(F.ne(flat, 0), _dt.int32)).item())

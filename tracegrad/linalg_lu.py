@@ -43,6 +43,15 @@ def _factor(A, check):
     return F.narrow(packed, -2, 0, m), F.cast(F.squeeze(pivots, -2), _dt.int32)
 
 
+def first_true(mask):
+    """LAPACK's ``info`` from a mask along the last dim: int32, 0 where no entry is True, else
+    the 1-based index of the first True."""
+    if mask.shape[-1] == 0:
+        return F.cast(F.sum(mask, -1), _dt.int32)
+    first = F.cast(F.argmax(F.cast(mask, _dt.int32), -1), _dt.int32) + 1
+    return F.cast(F.where(mask.any(-1), first, 0), _dt.int32)
+
+
 def lu_factor(A, *, pivot=True):
     """The LU factorization of each matrix (m x n) with partial pivoting, compactly: ``LU``
     (m x n) holds ``L``'s strict lower part (its unit diagonal implied) and ``U``; ``pivots``
@@ -70,12 +79,8 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False):
     """
     _check_pivot("lu_factor_ex", pivot)
     LU, pivots = _factor(A, check=check_errors)
-    k = pivots.shape[-1]
-    diagonal = F.narrow(LU.diagonal(0, -2, -1), -1, 0, k)
-    zero = F.eq(diagonal, 0)
-    first = F.cast(F.argmax(F.cast(zero, _dt.int32), -1), _dt.int32) + 1 if k else None
-    info = (F.where(zero.any(-1), first, 0) if k else F.cast(F.sum(zero, -1), _dt.int32))
-    return lu_factor_ex_result(LU, pivots, F.cast(info, _dt.int32))
+    diagonal = F.narrow(LU.detach().diagonal(0, -2, -1), -1, 0, pivots.shape[-1])
+    return lu_factor_ex_result(LU, pivots, first_true(F.eq(diagonal, 0)))
 
 
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):

@@ -28,16 +28,10 @@ import math
 
 import numpy as np
 
-from .decompositions import SVD, _svd_parts
+from .decompositions import SVD, _f, _svd_parts
 from .elementwise import _quiet
 from .linalg import MATMUL, _eye_like, _mT, _square, _well_conditioned
 from .registry import defop
-
-
-def _f():
-    from .. import functional
-
-    return functional
 
 
 # ----------------------------------------------------------------------------- det

@@ -18,16 +18,11 @@ import math
 import numpy as np
 
 from .linalg import _square
+from .lu import first_largest
 from .registry import defop
 from .shapes import broadcast_shapes
 
 _ALPHA = (1 + math.sqrt(17)) / 8  # (Bunch-Kaufman's growth bound)
-
-
-def _first_largest(values):
-    """LAPACK's idamax: the first index of the largest magnitude (a NaN first wins)."""
-    mags = np.abs(values)
-    return 0 if np.isnan(mags[0]) else int(np.argmax(np.where(np.isnan(mags), -1.0, mags)))
 
 
 def _sytf2(a):
@@ -39,13 +34,13 @@ def _sytf2(a):
     while k < n:
         step, swap = 1, k
         diagonal = abs(a[k, k])
-        below = k + 1 + _first_largest(a[k + 1:, k]) if k < n - 1 else k
+        below = k + 1 + int(first_largest(a[k + 1:, k])) if k < n - 1 else k
         column = abs(a[below, k]) if k < n - 1 else 0.0
         if not (max(diagonal, column) == 0 or math.isnan(diagonal)):
             if diagonal < _ALPHA * column:
-                row = abs(a[below, k + _first_largest(a[below, k:below])])
+                row = abs(a[below, k + int(first_largest(a[below, k:below]))])
                 if below < n - 1:
-                    row = max(row, abs(a[below + 1 + _first_largest(a[below + 1:, below]), below]))
+                    row = max(row, abs(a[below + 1 + int(first_largest(a[below + 1:, below])), below]))
                 if diagonal >= _ALPHA * column * (column / row):
                     pass
                 elif abs(a[below, below]) >= _ALPHA * row:
@@ -94,7 +89,8 @@ def _update(a, k, step):
 def _ldl_factor_impl(a, hermitian):
     *batch, n, _ = a.shape
     out = np.zeros((*batch, n + 1, n), a.dtype)
-    flat_in, flat_out = a.reshape(-1, n, n), out.reshape(-1, n + 1, n)
+    count = int(np.prod(batch, dtype=np.int64))
+    flat_in, flat_out = a.reshape(count, n, n), out.reshape(count, n + 1, n)
     for b in range(flat_in.shape[0]):
         work = flat_in[b].copy()
         pivots = _sytf2(work)

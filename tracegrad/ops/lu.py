@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
+from .decompositions import _f
 from .linalg import MATMUL, SOLVE, _mT, _tril
 from .registry import defop
 
@@ -31,6 +32,14 @@ def _singular_message(name, info, batch_index=None):
             "calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
 
 
+def first_largest(values):
+    """LAPACK's idamax along the last axis: the first index of the largest magnitude, a NaN only
+    when it comes first (its comparisons fail), as the C kernels do."""
+    mags = np.abs(values)
+    index = np.argmax(np.where(np.isnan(mags), -1.0, mags), axis=-1)
+    return np.where(np.isnan(mags[..., 0]), 0, index)
+
+
 def _lu_factor_impl(a, check):
     *batch, m, n = a.shape
     k = min(m, n)
@@ -39,7 +48,7 @@ def _lu_factor_impl(a, check):
     rows = np.arange(lu.shape[0])
     info = np.zeros(lu.shape[0], np.int64)
     for j in range(k):
-        p = j + np.argmax(np.abs(lu[:, j:, j]), axis=1)  # (the first largest: LAPACK's idamax)
+        p = j + first_largest(lu[:, j:, j])
         out.reshape(lu.shape[0], m + 1, n)[:, m, j] = p + 1
         top = lu[rows, j].copy()
         lu[rows, j], lu[rows, p] = lu[rows, p], top
@@ -71,12 +80,6 @@ def _infer_lu_factor(a, check):
 
 
 # ----------------------------------------------------------------------------- the pieces the rules use
-def _f():
-    from .. import functional
-
-    return functional
-
-
 def _triu(x, diagonal=0):
     from ..composites import triu
 
