@@ -221,8 +221,9 @@ def _twins():
         # (hermitian: tracegrad reads the symmetric part, as eigh)
         "linalg_pinv": lambda a, atol, rtol, hermitian: t.linalg.pinv(
             (a + a.mT) / 2 if hermitian else a, atol=atol, rtol=rtol, hermitian=hermitian),
-        # (the gradient of det, PyTorch's: its twice-differentiable form is the SVD one)
-        "linalg_cofactor": lambda a: t.autograd.grad(t.linalg.det(a).sum(), a, create_graph=True)[0],
+        # (the gradient of det, PyTorch's; torch.func.grad: differentiable again, also under
+        # torch.func.jvp, by PyTorch's twice-differentiable SVD formula)
+        "linalg_cofactor": lambda a: t.func.grad(lambda x: t.linalg.det(x).sum())(a),
         "linalg_slogdet": lambda a: t.stack(t.linalg.slogdet(a), -1),
         "linalg_lu_factor": _lu_packed,  # (packed (m + 1, n): LU, then the pivots as floats)
         "lu_permutation": _lu_permutation,
