@@ -2,7 +2,7 @@
 ``cholesky``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``qr``, ``pinv``,
 ``matrix_rank``, ``cond``, ``solve_triangular``, ``vector_norm``, ``matrix_norm``, ``norm``,
 ``matrix_power``, ``cross``, ``matrix_exp``, ``multi_dot``, ``vecdot``, ``diagonal``,
-``vander``; the LU family ``lu_factor``, ``lu_factor_ex``, ``lu``, ``lu_solve`` (linalg_lu.py)
+``vander``; the LU family ``lu_factor``, ``lu_factor_ex``, ``lu``, ``lu_solve`` (linalg_lu.py),
 ``lstsq`` (linalg_lstsq.py) and ``ldl_factor``, ``ldl_factor_ex``, ``ldl_solve`` (linalg_ldl.py,
 no derivative, as PyTorch's); and ``cholesky_solve``, ``cholesky_inverse``, ``pinverse``,
 ``lu_unpack`` (``tg.`` level, as in PyTorch). ``inv``, ``det``, ``slogdet``, ``solve``,
