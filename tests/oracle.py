@@ -166,6 +166,18 @@ def _qr_packed(a, complete):
     return torch.cat([pad(q), pad(r)], -2)
 
 
+def _lu_packed(a, check):
+    lu, pivots = torch.linalg.lu_factor_ex(a)[:2]
+    row = TF.pad(pivots.to(a.dtype), (0, a.shape[-1] - pivots.shape[-1])).unsqueeze(-2)
+    return torch.cat([lu, row], -2)
+
+
+def _lu_permutation(pivots, m):
+    """The permutation (``P[perm[i], i] = 1``) of torch.lu_unpack's ``P``."""
+    shell = torch.zeros(tuple(pivots.shape[:-1]) + (m, pivots.shape[-1]))
+    return torch.lu_unpack(shell, pivots, unpack_data=False).P.argmax(-2)
+
+
 def _twins():
     t = torch
     twins = {name: getattr(t, name) for name in (
@@ -191,6 +203,8 @@ def _twins():
         "bitwise_right_shift": t.bitwise_right_shift,
         "lgamma": t.lgamma,
         "erfinv": t.erfinv,
+        **{name: getattr(t.special, name) for name in (
+            "ndtri", "erfcx", "i0", "i0e", "i1", "i1e", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "zeta")},
         "digamma": t.digamma,
         "polygamma": lambda x, n: t.polygamma(n, x),
         "igamma": t.igamma,
@@ -211,6 +225,12 @@ def _twins():
         # (hermitian: tracegrad reads the symmetric part, as eigh)
         "linalg_pinv": lambda a, atol, rtol, hermitian: t.linalg.pinv(
             (a + a.mT) / 2 if hermitian else a, atol=atol, rtol=rtol, hermitian=hermitian),
+        # (the gradient of det, PyTorch's; torch.func.grad: differentiable again, also under
+        # torch.func.jvp, by PyTorch's twice-differentiable SVD formula)
+        "linalg_cofactor": lambda a: t.func.grad(lambda x: t.linalg.det(x).sum())(a),
+        "linalg_slogdet": lambda a: t.stack(t.linalg.slogdet(a), -1),
+        "linalg_lu_factor": _lu_packed,  # (packed (m + 1, n): LU, then the pivots as floats)
+        "lu_permutation": _lu_permutation,
         "argmin": lambda x, dim, keepdim: t.argmin(x, dim, keepdim=keepdim),
         "reshape": lambda x, shape: x.reshape(shape),
         "permute": lambda x, dims: x.permute(dims),

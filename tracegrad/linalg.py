@@ -1,10 +1,15 @@
 """``tg.linalg`` (PyTorch's ``torch.linalg``): ``inv``, ``det``, ``slogdet``, ``solve``,
 ``cholesky``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``qr``, ``pinv``,
 ``matrix_rank``, ``cond``, ``solve_triangular``, ``vector_norm``, ``matrix_norm``, ``norm``,
-``matrix_power``, ``cross``; and ``cholesky_solve``, ``cholesky_inverse``, ``pinverse``
-(``tg.`` level, as in PyTorch). ``inv``, ``det``, ``solve``, ``cholesky``, ``eigh``,
-``svd``, ``qr`` and ``pinv`` are primitives (NumPy's LAPACK eagerly, batched; C kernels when
-compiled) with their own derivative rules; the rest are compositions.
+``matrix_power``, ``cross``, ``matrix_exp``, ``multi_dot``, ``vecdot``, ``diagonal``,
+``vander``; the LU family ``lu_factor``, ``lu_factor_ex``, ``lu``, ``lu_solve`` (linalg_lu.py),
+``lstsq`` (linalg_lstsq.py) and ``ldl_factor``, ``ldl_factor_ex``, ``ldl_solve`` (linalg_ldl.py,
+no derivative, as PyTorch's); and ``cholesky_solve``, ``cholesky_inverse``, ``pinverse``,
+``lu_unpack`` (``tg.`` level, as in PyTorch). ``inv``, ``det``, ``slogdet``, ``solve``,
+``cholesky``, ``eigh``, ``svd``, ``qr``, ``pinv`` and the LU factorization are primitives
+(NumPy's LAPACK eagerly, batched; C kernels when compiled) with their own derivative rules; the
+rest are compositions. ``eig`` and ``eigvals`` raise NotImplementedError: their results are
+complex, and tracegrad has no complex dtypes (linalg_complex.py).
 
 >>> import tracegrad as tg
 >>> A = tg.tensor([[2.0, 1.0], [1.0, 3.0]])
@@ -21,12 +26,18 @@ from collections import namedtuple
 from . import functional as F
 from .composites import cross, norm as _vector_norm
 from .layout import select as _select
-from .ops import decompositions as D, linalg as L
+from .linalg_complex import eig, eigvals  # noqa: F401  (NotImplementedError: complex results)
+from .linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: F401
+from .linalg_lstsq import lstsq  # noqa: F401
+from .linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve  # noqa: F401  (tg.linalg's LU family)
+from .ops import decompositions as D, determinant as _det, linalg as L
 from .tensor import Tensor
 
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "solve_triangular", "vector_norm",
            "matrix_norm", "norm", "matrix_power", "cross", "eigh", "eigvalsh", "svd", "svdvals",
-           "cond", "pinv", "matrix_rank", "qr", "matrix_exp", "multi_dot", "vecdot", "diagonal", "vander"]
+           "cond", "pinv", "matrix_rank", "qr", "matrix_exp", "multi_dot", "vecdot", "diagonal", "vander",
+           "lu_factor", "lu_factor_ex", "lu", "lu_solve", "lstsq", "eig", "eigvals",
+           "ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
@@ -41,15 +52,31 @@ def inv(A):
 
 
 def det(A):
-    """The determinant of each square matrix of ``A``. Its gradient needs the inverse: at a
-    singular matrix it raises (PyTorch's goes through an SVD there)."""
-    return L.DET(A)
+    """The determinant of each square matrix of ``A``. Its gradient is the cofactor matrix
+    (``det(A) A^-T`` where A is invertible), computed from an SVD, so it is exact at singular
+    and nearly singular matrices too (ops/determinant.py); so is the second derivative.
+
+    >>> import tracegrad as tg
+    >>> A = tg.tensor([[1.0, 2.0], [2.0, 4.0]], requires_grad=True)
+    >>> tg.linalg.det(A).backward()
+    >>> A.grad
+    tensor([[ 4., -2.],
+            [-2.,  1.]])
+    """
+    return _det.DET(A)
 
 
 def slogdet(A):
-    """``(sign, log|det|)`` of each square matrix."""
-    d = L.DET(A)
-    return slogdet_result(F.sign(d), F.log(F.abs(d)))
+    """``(sign, log|det|)`` of each square matrix, without overflow for large ones (LAPACK's
+    LU). The gradient of ``logabsdet`` is ``A^-T`` (+-inf at a singular matrix, as PyTorch's);
+    ``sign`` has none.
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.slogdet(tg.tensor([[0.0, 2.0], [3.0, 0.0]]))
+    slogdet(sign=tensor(-1.), logabsdet=tensor(1.7918))
+    """
+    packed = _det.SLOGDET(A)
+    return slogdet_result(F.squeeze(F.narrow(packed, -1, 0, 1), -1), F.squeeze(F.narrow(packed, -1, 1, 1), -1))
 
 
 def solve(A, B, *, left=True):

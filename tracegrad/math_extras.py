@@ -196,10 +196,17 @@ def vdot(input, other):
 
 
 def logdet(input):
-    """``log(det(A))``: NaN for a negative determinant, -inf for zero."""
-    from .linalg import det
+    """``log(det(A))``: NaN for a negative determinant, -inf for zero (``slogdet``'s, so large
+    matrices do not overflow; its gradient, ``A^-T``, is +-inf at a singular matrix).
 
-    return F.log(det(input))
+    >>> import tracegrad as tg
+    >>> tg.logdet(tg.tensor([[2.0, 0.0], [0.0, 3.0]]))
+    tensor(1.7918)
+    """
+    from .linalg import slogdet
+
+    sign, logabsdet = slogdet(input)
+    return F.where(F.lt(sign, 0), float("nan"), logabsdet)
 
 
 def cov(input, *, correction=1, fweights=None, aweights=None):
@@ -250,7 +257,7 @@ def polygamma(n, input):
 
 def erfinv(input):
     """The inverse of ``erf`` on [-1, 1] (+-inf at +-1, NaN outside)."""
-    from .ops.special import ERFINV
+    from .ops.error_functions import ERFINV
 
     return ERFINV(input)
 

@@ -1,5 +1,13 @@
 """``tg.special`` (PyTorch's ``torch.special``): the special functions under their SciPy-style
-names, composed of tracegrad's primitives (so they differentiate and compile).
+names, composed of tracegrad's primitives (so they differentiate and compile). Primitives of
+their own: ``ndtri``, ``erfcx`` (ops/error_functions.py), ``i0``, ``i0e``, ``i1``, ``i1e`` and
+the Bessel functions ``bessel_j0`` ... ``bessel_y1`` (ops/bessel.py), ``zeta`` (ops/special.py).
+As in PyTorch, ``bessel_*``, ``modified_bessel_*`` and ``spherical_bessel_j0`` have no
+derivative (no gradient flows), and ``zeta`` none in its first argument (asking raises).
+
+Not here: PyTorch's orthogonal polynomials (``chebyshev_polynomial_t`` ..., ``hermite_*``,
+``laguerre_*``, ``legendre_*``), ``airy_ai``, ``gammainc``/``gammaincc`` and
+``modified_bessel_k0``/``k1`` (and their scaled forms).
 
 >>> import tracegrad as tg
 >>> tg.special.ndtr(tg.tensor([0.0, 1.0]))
@@ -11,14 +19,18 @@ from __future__ import annotations
 
 import math
 
+from . import dtypes as _dt
 from . import functional as F
 from . import math_extras as MX
 from .nn.functional import log_softmax, softmax  # noqa: F401
+from .ops import bessel as _bessel, error_functions as _erf, special as _special
 from .tensor import Tensor
 
 __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma",
-           "multigammaln", "gammainc", "gammaincc", "log_softmax", "softmax", "logsumexp", "xlogy", "xlog1py", "sinc", "round",
-           "ndtr", "log_ndtr", "entr", "log1p", "expm1", "exp2"]
+           "multigammaln", "gammainc", "gammaincc", "log_softmax", "softmax", "logsumexp", "xlogy", "xlog1py",
+           "sinc", "round", "ndtr", "log_ndtr", "entr", "log1p", "expm1", "exp2", "ndtri", "erfcx", "i0", "i0e",
+           "i1", "i1e", "modified_bessel_i0", "modified_bessel_i1", "bessel_j0", "bessel_j1", "bessel_y0",
+           "bessel_y1", "spherical_bessel_j0", "zeta"]
 
 expit = F.sigmoid
 logit = MX.logit
@@ -62,3 +74,123 @@ def xlog1py(input, other):
     y = other if isinstance(other, Tensor) else F.to_tensor(float(other), x.dtype)
     product = x * F.log1p(F.where(x == 0, 0.0, y))
     return F.where((x == 0) & (y == y), 0.0, product)
+
+
+# ----------------------------------------------------------------------------- own primitives
+def _floating(input):
+    """``input`` as a tensor of a floating dtype (integers: the default one, as PyTorch's)."""
+    x = input if isinstance(input, Tensor) else F.to_tensor(input)
+    return x if x.dtype.is_floating_point else F.cast(x, _dt.get_default_dtype())
+
+
+def ndtri(input):
+    """The inverse of ``ndtr``: x with ``P(N(0, 1) <= x) = p``, accurate far into both tails
+    (``ndtri(1e-300)`` keeps its digits); -inf at 0, inf at 1, NaN outside [0, 1].
+
+    >>> import tracegrad as tg
+    >>> tg.special.ndtri(tg.tensor([1e-300, 0.5], dtype=tg.float64))
+    tensor([-37.0471,   0.0000], dtype=tracegrad.float64)
+    """
+    return _erf.NDTRI(_floating(input))
+
+
+def erfcx(input):
+    """The scaled complementary error function ``exp(x^2) erfc(x)``, without its overflow and
+    underflow (``erfcx(x) ~ 1 / (x sqrt(pi))`` for large x; inf below about -26.6).
+
+    >>> import tracegrad as tg
+    >>> tg.special.erfcx(tg.tensor([-1.0, 100.0]))
+    tensor([5.0090, 0.0056])
+    """
+    return _erf.ERFCX(_floating(input))
+
+
+def i0(input):
+    """The modified Bessel function of the first kind of order 0.
+
+    >>> import tracegrad as tg
+    >>> tg.special.i0(tg.tensor([0.0, 2.0]))
+    tensor([1.0000, 2.2796])
+    """
+    return _bessel.I0(_floating(input))
+
+
+def i0e(input):
+    """``exp(-|x|) i0(x)``, finite where ``i0`` overflows."""
+    return _bessel.I0E(_floating(input))
+
+
+def i1(input):
+    """The modified Bessel function of the first kind of order 1."""
+    return _bessel.I1(_floating(input))
+
+
+def i1e(input):
+    """``exp(-|x|) i1(x)``, finite where ``i1`` overflows."""
+    return _bessel.I1E(_floating(input))
+
+
+def modified_bessel_i0(input):
+    """``i0`` without a derivative (PyTorch's ``modified_bessel_i0`` has none)."""
+    return i0(input).detach()
+
+
+def modified_bessel_i1(input):
+    """``i1`` without a derivative (PyTorch's ``modified_bessel_i1`` has none)."""
+    return i1(input).detach()
+
+
+def bessel_j0(input):
+    """The Bessel function of the first kind of order 0 (no derivative, as PyTorch's; SciPy's
+    values to ~1e-15, where PyTorch's own are off by up to ~1e-6 between 5 and 25).
+
+    >>> import tracegrad as tg
+    >>> tg.special.bessel_j0(tg.tensor([0.0, 1.0]))
+    tensor([1.0000, 0.7652])
+    """
+    return _bessel.BESSEL_J0(_floating(input))
+
+
+def bessel_j1(input):
+    """The Bessel function of the first kind of order 1 (no derivative, as PyTorch's)."""
+    return _bessel.BESSEL_J1(_floating(input))
+
+
+def bessel_y0(input):
+    """The Bessel function of the second kind of order 0 (no derivative, as PyTorch's): -inf
+    at 0, NaN below."""
+    return _bessel.BESSEL_Y0(_floating(input))
+
+
+def bessel_y1(input):
+    """The Bessel function of the second kind of order 1 (no derivative, as PyTorch's): -inf
+    at 0, NaN below."""
+    return _bessel.BESSEL_Y1(_floating(input))
+
+
+def spherical_bessel_j0(input):
+    """``sin(x) / x`` (1 at 0), without a derivative (as PyTorch's); 0 at +-inf.
+
+    >>> import tracegrad as tg
+    >>> tg.special.spherical_bessel_j0(tg.tensor([0.0, 1.0]))
+    tensor([1.0000, 0.8415])
+    """
+    x = _floating(input).detach()
+    small, infinite = F.abs(x) < 1e-4, F.abs(x) == float("inf")
+    safe = F.where(small | infinite, 1.0, x)
+    square = x * x  # (the series 1 - x^2/6 + x^4/120 near 0, where sin(x)/x is 0/0 at 0)
+    value = F.where(small, 1 - square / 6 + square * square / 120, F.sin(safe) / safe)
+    return F.where(infinite, 0.0, value)
+
+
+def zeta(input, other):
+    """The Hurwitz zeta function ``sum_k (k + q)^-x`` of ``x = input``, ``q = other`` (either
+    may be a Python number; batches broadcast). Differentiable in ``q`` (``-x zeta(x + 1, q)``);
+    PyTorch defines no derivative in ``x``: asking for one raises NotImplementedError, as there.
+
+    >>> import tracegrad as tg
+    >>> tg.special.zeta(2.0, tg.tensor([1.0, 2.0]))
+    tensor([1.6449, 0.6449])
+    """
+    x, q = F._promoted(input, other, floating=True)
+    return _special.ZETA(x, q)

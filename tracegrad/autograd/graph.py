@@ -389,13 +389,13 @@ class OpNode(Node):
     def _check_no_derivative(self):
         # as PyTorch: raise only when this backward needs the gradient (an input that requires
         # grad but lies off the path to the requested inputs is fine)
+        from ..ops.registry import raise_no_derivative
         from . import engine
 
         for i in self.op.no_derivative:
             nxt = self._next_functions[i][0]
-            if nxt is not None and (engine.current_graph_task_id() < 0 or engine.will_engine_execute_node(nxt)):
-                what = "input" if i == 0 else f"input {i}"
-                raise NotImplementedError(f"the derivative for '{self.op.name}: {what}' is not implemented.")
+            raise_no_derivative(self.op.no_derivative_label, nxt is not None and (
+                engine.current_graph_task_id() < 0 or engine.will_engine_execute_node(nxt)))
 
     def apply(self, grad_outputs):
         g = grad_outputs[0]

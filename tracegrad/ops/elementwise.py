@@ -74,7 +74,8 @@ def _sample_for(name):
     return {"log": "positive", "sqrt": "positive", "rsqrt": "positive", "log1p": "positive",
             "abs": "nonzero", "sign": "nonzero", "relu": "nonzero", "tan": "small", "asin": "small",
             "acos": "small", "atanh": "small", "acosh": "above_one", "lgamma": "positive",
-            "digamma": "positive", "erfinv": "small"}.get(name, "any")
+            "digamma": "positive", "erfinv": "small", "ndtri": "probability", "bessel_y0": "positive",
+            "bessel_y1": "positive"}.get(name, "any")
 
 
 def _infer_binary(a, b, **_):  # (a and b: tensors, or IR values in the passes)
@@ -92,9 +93,11 @@ def _binary_samples():
     return [(("any", "any"), {}), ((("any", (3, 1)), ("any", (4,))), {})]
 
 
-def binary(name, fn, vjp, jvp, c, save=(0, 1), sample=_binary_samples):
+def binary(name, fn, vjp, jvp, c, save=(0, 1), sample=_binary_samples, no_derivative=(),
+           no_derivative_label=None):
     return defop(name, infer=_infer_binary, impl=_quiet(fn), vjp=vjp, jvp=jvp, save=save, c=c,
-                 kind="elementwise", sample=sample)
+                 kind="elementwise", sample=sample, no_derivative=no_derivative,
+                 no_derivative_label=no_derivative_label)
 
 
 def compare(name, fn, c):

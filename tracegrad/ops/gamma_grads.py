@@ -181,4 +181,4 @@ STANDARD_GAMMA_GRAD = defop(
 DIRICHLET_GRAD = defop(
     "dirichlet_grad", infer=_infer_same_float, impl=_cast(_dirichlet_grad), kind="elementwise",
     differentiable=False, c="tg_dirichlet_grad({0}, {1}, {2})",
-    sample=lambda: [(("unit", "unit", "above_one"), {})])
+    sample=lambda: [(("probability", "probability", "above_one"), {})])

@@ -57,9 +57,10 @@ MATMUL = defop("matmul", infer=_infer_matmul, impl=np.matmul, save=(0, 1), kind=
                                ((("any", (2, 3, 4)), ("any", (1, 4, 2))), {})])
 
 
-# ----------------------------------------------------------------------------- inverse, det, solve
+# ----------------------------------------------------------------------------- inverse, solve
 # Batched over leading dims (NumPy's LAPACK stacks). Their rules are written with these ops, so
 # they differentiate again. The C backend lowers them to its own kernels (backends/c/kernels.py).
+# (Determinants: ops/determinant.py.)
 def _square(name, x):
     s = tuple(x.shape)
     if len(s) < 2 or s[-1] != s[-2]:
@@ -94,20 +95,6 @@ INV = defop("linalg_inv", infer=lambda a: (_square("inv", a), a.dtype), impl=_la
             save=("out",), kind="linalg", vjp=_inv_vjp,
             jvp=lambda ctx, t: -MATMUL(MATMUL(ctx.out, t), ctx.out),
             sample=lambda: [((_well_conditioned(),), {}), ((_well_conditioned((2, 4, 4)),), {})])
-
-
-def _det_vjp(ctx, g):
-    scale = (g * ctx.out).reshape(tuple(g.shape) + (1, 1))
-    return (scale * _mT(INV(ctx.input(0))),)
-
-
-def _det_jvp(ctx, t):
-    return ctx.out * (_mT(INV(ctx.input(0))) * t).sum((-2, -1))
-
-
-DET = defop("linalg_det", infer=lambda a: (_square("det", a)[:-2], a.dtype), impl=np.linalg.det,
-            save=(0, "out"), kind="linalg", vjp=_det_vjp, jvp=_det_jvp,
-            sample=lambda: [((_well_conditioned(),), {}), ((_well_conditioned((2, 3, 3)),), {})])
 
 
 def _infer_solve(a, b):

@@ -10,9 +10,11 @@ An OpDef holds:
 - ``jvp(ctx, *tangents) -> tangent``: forward mode (tangents of non-differentiable inputs are None);
 - ``save``: what ``vjp`` reads: input positions and/or ``"out"``. This is the saved-tensor
   annotation the differentiation pass and the ``.saved`` report use;
-- ``no_derivative``: input positions PyTorch defines no derivative for (igamma's ``a``): the
-  result still requires grad through them, and a backward that needs a gradient there raises
-  NotImplementedError (autograd/graph.py ``OpNode.apply``); ``vjp`` returns None for them;
+- ``no_derivative``: input positions PyTorch defines no derivative for (igamma's ``a``, zeta's
+  ``x``): the result still requires grad through them, and a backward that needs a gradient
+  there raises PyTorch's NotImplementedError (autograd/graph.py ``OpNode.apply``; its text
+  names ``no_derivative_label``, by default ``"<name>: input"``); ``vjp`` returns None for
+  them and ``jvp`` calls ``raise_no_derivative`` when given a tangent for one;
 - ``c``: a C expression template for elementwise ops (``"expf({0})"``) or None when the C
   backend lowers the op with a kernel of its own; ``cuda`` the same for CUDA;
 - ``version``: part of the compile-cache key; bump it when any rule changes.
@@ -33,7 +35,7 @@ REGISTRY: dict[str, "OpDef"] = {}
 class OpDef:
     def __init__(self, name, infer, impl, vjp=None, jvp=None, save=(), c=None, cuda=None,
                  differentiable=True, nondiff_inputs=(), version=1, kind="other", random=False,
-                 sample=None, no_derivative=()):
+                 sample=None, no_derivative=(), no_derivative_label=None):
         self.name = name
         self.infer = infer
         self.impl = impl
@@ -45,6 +47,7 @@ class OpDef:
         self.differentiable = differentiable
         self.nondiff_inputs = frozenset(nondiff_inputs)  # e.g. index tensors
         self.no_derivative = frozenset(no_derivative)
+        self.no_derivative_label = no_derivative_label or f"{name}: input"
         self.version = version
         self.kind = kind  # elementwise | reduce | movement | index | linalg | nn | other
         self.random = random
@@ -68,6 +71,13 @@ def register(op: OpDef) -> OpDef:
 
 def defop(name, **kwargs) -> OpDef:
     return register(OpDef(name, **kwargs))
+
+
+def raise_no_derivative(label, requested=True):
+    """PyTorch's error for a derivative it does not define (``OpDef.no_derivative``), raised
+    when ``requested`` (a gradient or tangent for such an input is asked for)."""
+    if requested:
+        raise NotImplementedError(f"the derivative for '{label}' is not implemented.")
 
 
 def dispatch(op: OpDef, *inputs, **attrs):

@@ -12,21 +12,25 @@ domain              values                                                      
 ``"positive"``      uniform in [0.5, 2]                                          float
 ``"nonzero"``       +-uniform in [0.5, 2] (away from kinks at 0)                  float
 ``"small"``         uniform in [-0.5, 0.5] (e.g. tan, far from its poles)         float
+``"probability"``   uniform in [0.05, 0.95] (ndtri's domain, away from its ends)   float
 ``"with_zeros"``    uniform in [-2, 2] with about a third exactly 0 (products      float
                     through zeros)
 ``"above_one"``     uniform in [1.25, 3] (acosh's domain)                         float
-``"unit"``          uniform in [0.05, 0.95] (probabilities)                       float
 ``"well_conditioned"`` square matrices: 2 I + uniform in [-0.5, 0.5] (inverses,    float
                     determinants and solves far from singular)
 ``"separated"``     matrices with singular values at least 0.6 apart and 0.7 or   float
                     more; square ones symmetric, their eigenvalues (of both signs)
                     as far apart (eigh, svd and qr: their gradients divide by
                     differences of these values)
+``"singular"``      square matrices of rank n - 1: ``"separated"``'s with the       float
+                    smallest singular value 0 (determinants' derivatives there)
 ``"bool"``          random True/False                                            bool
 ``"index"``         ``("index", shape, high)``: integers in [0, high)            int64
 ``"unique_index"``  ``("unique_index", shape, high)``: distinct integers in       int64
                     [0, high) (scatters whose result must not depend on order)
 ``"seed"``          a 0-dim random seed                                          int64
+``"pivots"``        ``("pivots", shape, m)``: LAPACK's row pivots of m-row        int32
+                    matrices, 1-based (entry i in [i + 1, m] along the last dim)
 ==================  ===========================================================  ===========
 
 >>> from tracegrad.ops import samples
@@ -42,9 +46,9 @@ import zlib
 import numpy as np
 
 DEFAULT_SHAPE = (3, 4)
-FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "above_one", "unit", "well_conditioned", "with_zeros",
-                 "separated")
-INT_DOMAINS = ("index", "unique_index", "seed")
+FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "probability", "above_one", "well_conditioned",
+                 "with_zeros", "separated", "singular")
+INT_DOMAINS = ("index", "unique_index", "seed", "pivots")
 DOMAINS = FLOAT_DOMAINS + ("bool",) + INT_DOMAINS
 
 
@@ -62,7 +66,7 @@ def parse(spec):
         raise ValueError(f"bad sample spec {spec!r}: unknown domain {domain!r}; known: {DOMAINS}")
     if domain == "seed":
         shape = ()
-    if domain in ("index", "unique_index") and len(params) != 1:
+    if domain in ("index", "unique_index", "pivots") and len(params) != 1:
         raise ValueError(f"bad sample spec {spec!r}: {domain} needs (domain, shape, high)")
     return domain, shape, params
 
@@ -85,16 +89,19 @@ def materialize(spec, dtype=np.float64, seed=0):
         return np.where(rng.random(shape) < 1 / 3, 0.0, rng.uniform(-2, 2, shape)).astype(dtype)
     if domain == "small":
         return rng.uniform(-0.5, 0.5, shape).astype(dtype)
+    if domain == "probability":
+        return rng.uniform(0.05, 0.95, shape).astype(dtype)
     if domain == "above_one":
         return rng.uniform(1.25, 3, shape).astype(dtype)
-    if domain == "unit":
-        return rng.uniform(0.05, 0.95, shape).astype(dtype)
     if domain == "well_conditioned":
         return (rng.uniform(-0.5, 0.5, shape) + 2 * np.eye(shape[-1])).astype(dtype)
-    if domain == "separated":
-        return _separated(rng, shape).astype(dtype)
+    if domain in ("separated", "singular"):
+        return _separated(rng, shape, rank_deficient=domain == "singular").astype(dtype)
     if domain == "bool":
         return rng.random(shape) > 0.5
+    if domain == "pivots":
+        low = np.arange(shape[-1]) + 1
+        return rng.integers(low, params[0] + 1, shape).astype(np.int32)
     if domain == "index":
         return rng.integers(0, params[0], shape).astype(np.int64)
     if domain == "unique_index":
@@ -105,16 +112,20 @@ def materialize(spec, dtype=np.float64, seed=0):
     return np.array(rng.integers(0, 2**31), dtype=np.int64)  # seed
 
 
-def _separated(rng, shape):
+def _separated(rng, shape, rank_deficient=False):
     """``Q_m diag(s) Q_n^T`` per matrix, random orthogonal Q's, ``s`` 0.7 apart from 0.7 on
-    (a jitter of up to 0.1 each); square: ``Q diag(+-s) Q^T``, symmetric, signs alternating."""
+    (a jitter of up to 0.1 each); square: ``Q diag(+-s) Q^T``, symmetric, signs alternating.
+    ``rank_deficient``: square, ``Q_n diag(s) Q_n'^T`` with the first of ``s`` 0 (not symmetric)."""
     *batch, m, n = shape
     k = min(m, n)
     out = np.empty((int(np.prod(batch, dtype=np.int64)), m, n))
     for b in range(out.shape[0]):
         s = 0.7 * (1 + np.arange(k)) + rng.uniform(0, 0.1, k)
         qm = np.linalg.qr(rng.standard_normal((m, m)))[0][:, :k]
-        if m == n:
+        if rank_deficient:
+            s[0] = 0.0
+            out[b] = (qm * s) @ np.linalg.qr(rng.standard_normal((n, n)))[0][:, :k].T
+        elif m == n:
             out[b] = (qm * (s * (-1.0) ** np.arange(k))) @ qm.T
         else:
             out[b] = (qm * s) @ np.linalg.qr(rng.standard_normal((n, n)))[0][:, :k].T

@@ -1,10 +1,7 @@
-"""Special-function primitives: ``erfinv``, and the gamma family ``lgamma``, ``digamma`` and
-``polygamma`` (attr ``n`` >= 1), each the derivative of the one before (``polygamma(n)``'s is
-``polygamma(n + 1)``), so every order of derivative has a rule.
-
-``erfinv`` (no C library function either): Giles' single-precision approximation, then Newton
-steps on ``erf`` (on ``log erfc`` from 0.5 on, where ``erf`` has no digits left), in double, in
-both backends; +-1 give +-inf, outside [-1, 1] NaN.
+"""Special-function primitives: the gamma family ``lgamma``, ``digamma`` and ``polygamma``
+(attr ``n`` >= 1), each the derivative of the one before (``polygamma(n)``'s is
+``polygamma(n + 1)``), so every order of derivative has a rule. (The error function's
+relatives: ops/error_functions.py; Bessel functions: ops/bessel.py.)
 
 ``lgamma`` is the C library's, eagerly and compiled. ``digamma`` and ``polygamma`` have no C
 library function: both backends run the same algorithm (``tg_digamma``/``tg_polygamma`` in
@@ -28,8 +25,8 @@ import math
 
 import numpy as np
 
-from .elementwise import _infer_binary, _quiet, _special, unary
-from .registry import defop
+from .elementwise import _infer_binary, _quiet, binary, unary
+from .registry import defop, raise_no_derivative
 
 # B_2k / (2k) for k = 1..7: the series psi(x) ~ ln x - 1/(2x) - sum B_2k / (2k x^2k)
 _DIGAMMA_SERIES = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)
@@ -125,44 +122,56 @@ POLYGAMMA = defop(
     sample=lambda: [(("positive",), {"n": 1}), (("positive",), {"n": 2}), (("above_one",), {"n": 3})])
 
 
-# ----------------------------------------------------------------------------- erfinv
-_GILES_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                  -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-_GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-               -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
-_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
-_NEWTON_STEPS = 4
+# ----------------------------------------------------------------------------- zeta
+# The Hurwitz zeta function sum_k (k + q)^-x by Euler-Maclaurin: the first terms, at least 9 and
+# up to q + k >= 10 (as Cephes, PyTorch's: its corrections then fall fast enough for large x
+# too), then the integral of the rest and its Bernoulli corrections (B_2..B_24). As PyTorch's: x = 1 gives inf,
+# x < 1 NaN; q a pole (0, -1, ...) inf; q < 0 with x not an integer NaN; q = +-inf NaN.
+# Derivative in q only (PyTorch defines none in x: its rules raise there).
+_ZETA_SHIFT, _ZETA_TERMS = 10.0, 9
+_BERNOULLI_2K = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798,
+                 -174611 / 330, 854513 / 138, -236364091 / 2730)
+_ZETA_TAIL = tuple(b / math.factorial(2 * (k + 1)) for k, b in enumerate(_BERNOULLI_2K))
 
 
-def _erfinv(y):
-    y64 = np.asarray(y, dtype=np.float64)
-    a = np.abs(y64)
-    w = -np.log((1 - a) * (1 + a))
-    central, tail = np.zeros_like(a), np.zeros_like(a)
-    wc, wt = w - 2.5, np.sqrt(w) - 3
-    for c in _GILES_CENTRAL:
-        central = central * wc + c
-    for c in _GILES_TAIL:
-        tail = tail * wt + c
-    x = np.where(w < 5, central, tail) * a
-    erf, erfc = _special("erf"), _special("erfc")
-    log_tail = np.log(np.where(a < 1, 1 - a, 1.0))
-    for _ in range(_NEWTON_STEPS):
-        # Newton on erf(x) = a in the middle; from a = 0.5 on, on log(erfc(x)) = log(1 - a),
-        # nearly quadratic in x, so the tail converges from Giles' guess (fitted for float)
-        slope = _TWO_OVER_SQRT_PI * np.exp(-x * x)
-        tail_x = erfc(x)
-        step = np.where(a < 0.5, (erf(x) - a) / slope,
-                        -(np.log(tail_x) - log_tail) * tail_x / slope)
-        x = x - step
-    x = np.where(a == 1, np.inf, np.where(a > 1, np.nan, x))
-    return (np.sign(y64) * x).astype(y.dtype, copy=False)
+def _zeta64(x, q):
+    x, q = np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(q, np.float64))
+    out, w = np.zeros(x.shape), q.copy()
+    shifts = np.where(np.isfinite(q), np.maximum(np.ceil(_ZETA_SHIFT - q), _ZETA_TERMS), 0)
+    for k in range(int(shifts.max()) if shifts.size else 0):
+        more = (k < _ZETA_TERMS) | (w < _ZETA_SHIFT)
+        out = np.where(more, out + w ** -x, out)
+        w = np.where(more, w + 1, w)
+    tail = w ** (1 - x) / (x - 1) + 0.5 * w ** -x
+    factor = x * w ** (-x - 1)  # x (x+1) ... (x+2j-2) w^(-x-2j+1)
+    for j, c in enumerate(_ZETA_TAIL):
+        tail = tail + c * factor
+        factor = factor * (x + 2 * j + 1) * (x + 2 * j + 2) / (w * w)
+    out = out + tail
+    pole = (q <= 0) & (q == np.floor(q))
+    out = np.where(x == 1, np.inf, np.where(pole, np.inf, out))
+    undefined = (x < 1) | np.isinf(q) | ((q < 0) & (x != np.floor(x)) & ~pole)
+    return np.where(undefined, np.nan, out)
 
 
-ERFINV = unary("erfinv", _erfinv, save=("out",),
-               vjp=lambda ctx, g: (g * (math.sqrt(math.pi) / 2) * (ctx.out * ctx.out).exp(),),
-               jvp=lambda ctx, t: t * (math.sqrt(math.pi) / 2) * (ctx.out * ctx.out).exp(),
-               c="tg_erfinv({0})")
+def _zeta(x, q):
+    return _zeta64(x, q).astype(x.dtype, copy=False)
+
+
+def _zeta_vjp(ctx, g):  # (none in x: OpNode.apply raises first when a backward needs it)
+    x, q = ctx.input(0), ctx.input(1)
+    return None, g * -x * ZETA(x + 1, q)
+
+
+def _zeta_jvp(ctx, tx, tq):
+    raise_no_derivative("zeta", tx is not None)
+    x, q = ctx.input(0), ctx.input(1)
+    return tq * -x * ZETA(x + 1, q)
+
+
+ZETA = binary("zeta", _zeta, vjp=_zeta_vjp, jvp=_zeta_jvp, c="tg_zeta({0}, {1})", no_derivative=(0,),
+              no_derivative_label="zeta",
+              sample=lambda: [(("above_one", "positive"), {}), ((("above_one", (3, 1)), ("positive", (4,))), {})])
 
 
 # ----------------------------------------------------------------------------- igamma, igammac

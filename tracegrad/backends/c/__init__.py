@@ -57,7 +57,7 @@ def _templates_dir():
     return Path(__file__).resolve().parents[3] / "codegen_templates"
 
 
-_SOURCES = ("__init__.py", "lower.py", "kernels.py", "views.py", "memory.py")
+_SOURCES = ("__init__.py", "lower.py", "kernels.py", "factor_kernels.py", "views.py", "memory.py")
 
 
 def _codegen_fingerprint():
