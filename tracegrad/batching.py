@@ -291,7 +291,9 @@ def _all_batched_dim(node, args, size):
 
 def _index_like(node, args, size):
     """index / index_add / index_put: batched data with shared indices shift ``dim``; an
-    unbatched table read at batched indices puts the indices' batch dim at ``dim``."""
+    unbatched table read at batched indices puts the indices' batch dim at ``dim``; batched
+    indices into batched data are one op on the data with the batch folded into ``dim``
+    (element b's indices offset by b times that dim's size)."""
     (x, bx), (idx, bi) = args[0], args[1]
     dim = node.attrs["dim"] % len(node.inputs[0].shape)
     if not bi:
@@ -299,7 +301,17 @@ def _index_like(node, args, size):
         return node.op(_batched(x, bx, size), idx, *rest, **{**node.attrs, "dim": dim + 1})
     if node.op.name == "index" and not bx:
         return node.op(x, idx, **node.attrs).movedim(dim, 0)
-    return _per_element(node, args, size)
+    from .creation import arange
+
+    x = _batched(x, bx, size).movedim(0, dim)  # (..., B, N, ...)
+    n = x.shape[dim + 1]
+    folded = x.reshape(*x.shape[:dim], size * n, *x.shape[dim + 2:])
+    offsets = (arange(size, dtype=idx.dtype) * n).reshape(size, *([1] * (idx.ndim - 1)))
+    rest = [_batched(t, b, size).movedim(0, dim) for t, b in args[2:]]  # (sources: B beside the index dims)
+    out = node.op(folded, idx + offsets, *rest, **node.attrs)
+    if node.op.name == "index":  # (..., B, *index shape, ...)
+        return out.movedim(dim, 0)
+    return out.reshape(*x.shape).movedim(dim, 0)
 
 
 def _matmul(node, args, size):
