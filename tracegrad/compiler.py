@@ -266,6 +266,7 @@ class CompiledFunction:
         self._hit = None
         self.graph_name = _graph_name(fn)  # the name of its IR graphs
         functools.update_wrapper(self, fn, updated=())
+        _compiler_api._instances.add(self)  # (for tg.compiler.reset)
 
     def _build_options(self):
         # backends see fullgraph so that one that cannot compile a graph raises CompileError
@@ -524,3 +525,8 @@ def _graph_name(fn):
     if self is not None and hasattr(self, "named_parameters") and fn.__name__ == "forward":
         return type(self).__name__
     return getattr(fn, "__name__", None)
+
+
+from . import compiler_api as _compiler_api  # noqa: E402  (torch.compiler's helpers, on tg.compiler)
+from .compiler_api import (allow_in_graph, assume_constant_result, disable, is_compiling,  # noqa: E402,F401
+                           is_dynamo_compiling, list_backends, reset)

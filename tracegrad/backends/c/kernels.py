@@ -602,6 +602,3 @@ def linalg_pinv(lw, n):
     views = [xv, ov, View(work.name, 0, (size,), (1,)), View(order.name, 0, (big,), (1,))]
     _raw(lw, _block(_loops(loops, body)), views, "linalg_pinv")
 
-
-# (the LU and determinant kernels live in their own file; the Lowerer finds kernels here by name)
-from .factor_kernels import linalg_cofactor, linalg_lu_factor, linalg_slogdet, lu_permutation  # noqa: E402,F401

@@ -544,9 +544,9 @@ class Lowerer:
 
     def __getattr__(self, item):
         if item.startswith("_k_"):
-            from . import kernels
+            from . import factor_kernels, kernels
 
-            fn = getattr(kernels, item[3:], None)
+            fn = getattr(kernels, item[3:], None) or getattr(factor_kernels, item[3:], None)
             if fn is not None:
                 return lambda n: fn(self, n)
         raise AttributeError(item)
