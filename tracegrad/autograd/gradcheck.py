@@ -313,7 +313,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     from .engine import grad
 
     inputs = _as_tuple(inputs)
-    diff = _check_inputs(inputs)
+    _check_inputs(inputs)  # (its checks and warnings)
     with grad_mode.enable_grad():
         outs = [o for o in _float_outputs(func(*inputs)) if o.requires_grad]
     if grad_outputs is None:
