@@ -23,6 +23,7 @@ from .continuous_bernoulli import ContinuousBernoulli
 from .discrete import Bernoulli, Categorical, OneHotCategorical, OneHotCategoricalStraightThrough
 from .discrete_counts import Binomial, Geometric, Multinomial, NegativeBinomial
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .gamma_family import Beta, Chi2, Dirichlet, FisherSnedecor, Gamma, Poisson, StudentT
 from .kl import kl_divergence, register_kl
 from .low_rank import LowRankMultivariateNormal
@@ -36,7 +37,7 @@ from .transforms import *  # noqa: F401,F403  (the transforms at the top level t
 from .transforms import __all__ as _transforms_all
 from . import kl, kl_cross, kl_more  # noqa: F401  (register their pairs)
 
-__all__ = ["Distribution", "Normal", "Uniform", "Laplace", "Cauchy", "Exponential", "Bernoulli", "Categorical",
+__all__ = ["Distribution", "ExponentialFamily", "Normal", "Uniform", "Laplace", "Cauchy", "Exponential", "Bernoulli", "Categorical",
            "OneHotCategorical", "MultivariateNormal", "Independent", "Gamma", "Chi2", "Beta", "Dirichlet",
            "Poisson", "StudentT", "TransformedDistribution", "LogNormal", "HalfNormal", "HalfCauchy", "Gumbel",
            "Weibull", "Pareto", "Binomial", "Geometric", "Multinomial", "NegativeBinomial", "LowRankMultivariateNormal", "MixtureSameFamily",
