@@ -24,6 +24,7 @@ from .discrete import Bernoulli, Categorical, OneHotCategorical, OneHotCategoric
 from .discrete_counts import Binomial, Geometric, Multinomial, NegativeBinomial
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
+from .generalized_pareto import GeneralizedPareto
 from .gamma_family import Beta, Chi2, Dirichlet, FisherSnedecor, Gamma, Poisson, StudentT
 from .kl import kl_divergence, register_kl
 from .low_rank import LowRankMultivariateNormal
@@ -33,6 +34,7 @@ from .relaxed import RelaxedBernoulli, RelaxedOneHotCategorical
 from .transformed import Gumbel, HalfCauchy, HalfNormal, LogNormal, Pareto, TransformedDistribution, Weibull
 from .transformed_extra import InverseGamma, Kumaraswamy, LogisticNormal
 from .von_mises import VonMises
+from .wishart import Wishart
 from .transforms import *  # noqa: F401,F403  (the transforms at the top level too, as PyTorch's)
 from .transforms import __all__ as _transforms_all
 from . import kl, kl_cross, kl_more  # noqa: F401  (register their pairs)
@@ -42,5 +44,5 @@ __all__ = ["Distribution", "ExponentialFamily", "Normal", "Uniform", "Laplace", 
            "Poisson", "StudentT", "TransformedDistribution", "LogNormal", "HalfNormal", "HalfCauchy", "Gumbel",
            "Weibull", "Pareto", "Binomial", "Geometric", "Multinomial", "NegativeBinomial", "LowRankMultivariateNormal", "MixtureSameFamily",
            "OneHotCategoricalStraightThrough", "RelaxedBernoulli", "RelaxedOneHotCategorical", "ContinuousBernoulli",
-           "VonMises", "FisherSnedecor", "InverseGamma", "Kumaraswamy", "LogisticNormal",
+           "VonMises", "GeneralizedPareto", "Wishart", "FisherSnedecor", "InverseGamma", "Kumaraswamy", "LogisticNormal",
            "kl_divergence", "register_kl", "biject_to", "transform_to"] + _transforms_all

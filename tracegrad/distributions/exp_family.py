@@ -61,12 +61,15 @@ class ExponentialFamily(Distribution):
 
 def kl_expfamily_expfamily(p, q):
     """The Bregman divergence of ``F`` between the natural parameters of ``q`` and ``p``:
-    ``F(theta_q) - F(theta_p) - <theta_q - theta_p, grad F(theta_p)>`` (one family only)."""
+    ``F(theta_q) - F(theta_p) - <theta_q - theta_p, grad F(theta_p)>`` (one family only).
+    Each inner product sums the dims of its own parameter past the batch dims: PyTorch sums
+    ``len(event_shape)`` dims of each, which for Wishart's batched ``df`` (no event dims of
+    its own) adds up the whole batch; the two agree everywhere else."""
     if type(p) is not type(q):
         raise NotImplementedError("The cross KL-divergence between different exponential families cannot \
                             be computed using Bregman divergences")
     p_thetas, p_log_normalizer, gradients = p._log_normalizer_and_gradients()
     result = q._log_normalizer(*q._natural_params) - p_log_normalizer
     for pt, qt, g in zip(p_thetas, q._natural_params, gradients):
-        result = result - sum_rightmost((qt - pt) * g, len(q.event_shape))
+        result = result - sum_rightmost((qt - pt) * g, pt.ndim - len(p.batch_shape))
     return result
