@@ -189,3 +189,53 @@ def test_wishart_samples_have_its_moments_and_gradients():
             warnings.simplefilter("ignore")
             results.append([float(run(df)) for _ in range(2)])
     assert results[0] == pytest.approx(results[1], rel=1e-9) and results[0][0] != results[0][1]
+
+
+# ------------------------------------------------------------------ LKJCholesky
+def test_lkj_cholesky_log_prob_matches_torch():
+    values = torch.distributions.LKJCholesky(4, torch.tensor(1.5, dtype=torch.float64)).sample((3, 2)).numpy()
+
+    def build(lib, conc):
+        return lib.distributions.LKJCholesky(4, conc)
+
+    for conc in (np.array([0.5, 2.0]), np.array(1.0)):
+        d = _compare(build, [conc], lambda d, lib: {"log_prob": d.log_prob(lib.tensor(values))})
+        assert tuple(d.expand((3,) + tuple(d.batch_shape)).batch_shape) == (3,) + tuple(d.batch_shape)
+    D = tg.distributions
+    with pytest.raises(ValueError, match="Expected dim to be an integer greater than or equal to 2. Found dim=1."):
+        D.LKJCholesky(1, 1.0)
+    for lib in (tg, torch):  # (the inner Beta's Dirichlet checks first, in both)
+        with pytest.raises(ValueError, match=r"concentration \(Tensor of shape \(3, 2\)\) of distribution Dirichlet"):
+            lib.distributions.LKJCholesky(3, -1.0)
+    with pytest.raises(ValueError, match="to be within the support"):
+        D.LKJCholesky(2, 1.0).log_prob(tg.tensor([[1.0, 0.0], [0.5, 0.5]]))
+    assert repr(D.LKJCholesky(2).support) == repr(torch.distributions.LKJCholesky(2).support)
+
+
+def test_lkj_cholesky_samples_are_correlation_factors_with_the_onion_methods_marginals():
+    conc = tg.tensor([0.5, 1.0, 3.0], dtype=tg.float64)
+    d = tg.distributions.LKJCholesky(4, conc)
+    tg.manual_seed(2)
+    L = d.sample((20000,))
+    assert tuple(L.shape) == (20000, 3, 4, 4) and not L.requires_grad
+    assert bool(tg.distributions.constraints.corr_cholesky.check(L).all())
+    corr = (L @ L.transpose(-1, -2)).numpy()
+    # the first correlation (r + 1) / 2 ~ Beta(a, a), a = eta - 1 + dim / 2: variance 1 / (2a + 1)
+    # (PyTorch's sampler, followed here, spreads the later rows' correlations wider)
+    a = conc.numpy() - 1 + 4 / 2
+    np.testing.assert_allclose(corr[..., 1, 0].var(0), 1 / (2 * a + 1), rtol=0.05)
+    np.testing.assert_allclose(corr.mean(0), np.broadcast_to(np.eye(4), (3, 4, 4)), atol=0.02)
+    theirs = torch.distributions.LKJCholesky(4, torch.tensor(conc.numpy())).sample((20000,))
+    theirs = (theirs @ theirs.transpose(-1, -2)).numpy()
+    np.testing.assert_allclose(corr.var(0), theirs.var(0), atol=0.02)
+
+    def sample(conc):
+        return tg.distributions.LKJCholesky(3, conc).sample((2,)).sum()
+
+    results = []
+    for run in (sample, tg.compile(sample)):  # (the Beta draws break the graph)
+        tg.manual_seed(3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results.append([float(run(conc)) for _ in range(2)])
+    assert results[0] == pytest.approx(results[1], rel=1e-9) and results[0][0] != results[0][1]

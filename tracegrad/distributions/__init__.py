@@ -27,6 +27,7 @@ from .exp_family import ExponentialFamily
 from .generalized_pareto import GeneralizedPareto
 from .gamma_family import Beta, Chi2, Dirichlet, FisherSnedecor, Gamma, Poisson, StudentT
 from .kl import kl_divergence, register_kl
+from .lkj_cholesky import LKJCholesky
 from .low_rank import LowRankMultivariateNormal
 from .mixture import MixtureSameFamily
 from .multivariate import Independent, MultivariateNormal
@@ -44,5 +45,5 @@ __all__ = ["Distribution", "ExponentialFamily", "Normal", "Uniform", "Laplace", 
            "Poisson", "StudentT", "TransformedDistribution", "LogNormal", "HalfNormal", "HalfCauchy", "Gumbel",
            "Weibull", "Pareto", "Binomial", "Geometric", "Multinomial", "NegativeBinomial", "LowRankMultivariateNormal", "MixtureSameFamily",
            "OneHotCategoricalStraightThrough", "RelaxedBernoulli", "RelaxedOneHotCategorical", "ContinuousBernoulli",
-           "VonMises", "GeneralizedPareto", "Wishart", "FisherSnedecor", "InverseGamma", "Kumaraswamy", "LogisticNormal",
+           "VonMises", "GeneralizedPareto", "Wishart", "LKJCholesky", "FisherSnedecor", "InverseGamma", "Kumaraswamy", "LogisticNormal",
            "kl_divergence", "register_kl", "biject_to", "transform_to"] + _transforms_all
