@@ -1,14 +1,18 @@
 """``tg.distributions`` (PyTorch's ``torch.distributions``): the distributions, with PyTorch's
 formulas, argument checks and shapes (``batch_shape``, ``event_shape``), ``constraints``,
 ``transforms`` with ``TransformedDistribution``, ``biject_to``/``transform_to``, and
-``kl_divergence`` for the pairs PyTorch registers.
+``kl_divergence`` for the pairs PyTorch registers (dispatched as PyTorch's, with its warning
+when two registrations tie). The ``ExponentialFamily`` members also have PyTorch's natural
+parameters and log normalizers, from which the generic entropy and the KL between two members
+of one family without a closed form (Wishart's) follow by autograd.
 
 ``log_prob``, ``entropy``, the moments and ``sample``/``rsample`` differentiate and compile:
 the location-scale families, Uniform, Exponential, the multivariate normals and the
 distributions made of them by transforms draw their noise from the seeded ``uniform_noise`` op
 (a compiled program takes a fresh seed each call, as dropout). The discrete and gamma families
-draw eagerly with NumPy (a compiled function breaks its graph there, with a warning); the gamma
-family's ``rsample`` has PyTorch's implicit reparametrization gradients (gamma_sampling.py).
+(with Wishart's chi2 diagonal and LKJCholesky's Beta draws) draw eagerly with NumPy (a compiled
+function breaks its graph there, with a warning); the gamma family's ``rsample`` has PyTorch's
+implicit reparametrization gradients (gamma_sampling.py).
 
 >>> import tracegrad as tg
 >>> p, q = tg.distributions.Normal(0.0, 1.0), tg.distributions.Normal(1.0, 1.0)
