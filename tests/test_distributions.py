@@ -295,6 +295,9 @@ def test_arguments_are_checked_as_torchs():
     with pytest.raises(ValueError, match="Exactly one of covariance_matrix"):
         tg.distributions.MultivariateNormal(tg.zeros(2))
     with pytest.raises(NotImplementedError, match="No KL"):
+        tg.distributions.kl_divergence(tg.distributions.Cauchy(0.0, 1.0), tg.distributions.Poisson(1.0))
+    # (two exponential families meet the Bregman-divergence KL, which refuses them, as PyTorch's)
+    with pytest.raises(NotImplementedError, match="different exponential families"):
         tg.distributions.kl_divergence(tg.distributions.Normal(0.0, 1.0), tg.distributions.Poisson(1.0))
     tg.distributions.Normal(0.0, -1.0, validate_args=False)  # (checks can be turned off)
 

@@ -144,3 +144,36 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_wishart_rsample_and_its_gradients_match_torch_given_the_same_draws(monkeypatch):
+    """Bartlett's construction in both, from the same chi2 (gamma) draws and the same normals
+    below the diagonal (PyTorch draws them in tril_indices order, we a full matrix). PyTorch's
+    own eager rsample cannot differentiate (its singular-sample correction, taken on every call,
+    modifies an index it saved): its construction, _bartlett_sampling, is the reference."""
+    import torch.distributions.wishart
+
+    from tracegrad.distributions import wishart
+
+    _same_draws(monkeypatch)
+    p, shape = 3, SAMPLE_SHAPE + (2,)
+    normals = RNG.standard_normal(shape + (p * (p - 1) // 2,))
+    rows, cols = np.tril_indices(p, -1)
+    full = np.zeros(shape + (p, p))
+    full[..., rows, cols] = normals
+    monkeypatch.setattr(wishart, "noise", lambda kind, s, like: tg.tensor(full, dtype=like.dtype))
+    real_randn = torch.randn
+    monkeypatch.setattr(torch, "randn", lambda *s, **kw: real_randn(*s, **kw) * 0 + torch.tensor(normals))
+    a = RNG.standard_normal((2, p, p))
+    results = []
+    for lib in (tg, torch):
+        df = lib.tensor([3.5, 6.0], requires_grad=True)
+        cov = lib.tensor(a @ np.swapaxes(a, -1, -2) + np.eye(p), requires_grad=True)
+        d = lib.distributions.Wishart(df, covariance_matrix=cov)
+        x = d.rsample(SAMPLE_SHAPE) if lib is tg else d._bartlett_sampling(SAMPLE_SHAPE)
+        cot = lib.tensor(np.random.default_rng(1).standard_normal(tuple(x.shape)))
+        results.append((x, lib.autograd.grad((x * cot).sum(), [df, cov])))
+    (x, grads), (want_x, want_grads) = results
+    np.testing.assert_allclose(x.detach().numpy(), want_x.detach().numpy(), rtol=1e-10)
+    for g, w in zip(grads, want_grads):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-8)

@@ -214,3 +214,16 @@ def _arity(op):
 
 def _attrs(name):
     return samples.cases(REGISTRY[name])[0][1]
+
+
+def test_where_gives_the_masked_off_branch_a_zero_gradient_even_for_a_nan_cotangent():
+    """(PyTorch's: sqrt of a where whose other branch is nan leaves the kept branch's
+    gradient 0 there, not nan * 0)"""
+    import torch
+
+    grads = []
+    for lib in (tg, torch):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = lib.where(lib.tensor([True, False]), x * 1, float("nan"))
+        grads.append(lib.autograd.grad(y.sqrt().sum(), [x])[0].numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])

@@ -9,6 +9,7 @@ from .. import functional as F
 from ..dtypes import finfo
 from . import constraints
 from .distribution import Distribution, broadcast_all
+from .exp_family import ExponentialFamily
 from .noise import noise
 
 
@@ -24,7 +25,7 @@ class _LocationScale(Distribution):
         super().__init__(self.loc.shape, validate_args=validate_args)
 
 
-class Normal(_LocationScale):
+class Normal(_LocationScale, ExponentialFamily):
     """``Normal(loc, scale)``: mean ``loc``, standard deviation ``scale`` > 0.
 
     >>> import tracegrad as tg
@@ -56,6 +57,13 @@ class Normal(_LocationScale):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + F.log(self.scale)
+
+    # the exponential family's terms: theta = (loc / scale^2, -1 / (2 scale^2))
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.loc / self.scale ** 2, -0.5 * (self.scale ** 2) ** -1))
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x ** 2 / y + 0.5 * F.log(-math.pi / y)
 
 
 class Uniform(Distribution):
@@ -158,7 +166,7 @@ class Cauchy(_LocationScale):
         return math.log(4 * math.pi) + F.log(self.scale)
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """``Exponential(rate)``: density ``rate * exp(-rate * x)`` for ``x >= 0``."""
 
     arg_constraints = {"rate": constraints.positive}
@@ -191,6 +199,12 @@ class Exponential(Distribution):
 
     def entropy(self):
         return 1.0 - F.log(self.rate)
+
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (-self.rate,))
+
+    def _log_normalizer(self, x):
+        return -F.log(-x)
 
 
 __all__ = ["Normal", "Uniform", "Laplace", "Cauchy", "Exponential"]

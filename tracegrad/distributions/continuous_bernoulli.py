@@ -20,12 +20,13 @@ from ..nn import functional as NF
 from . import constraints
 from .discrete import BinaryParametrised, _clamp_probs
 from .distribution import broadcast_all
+from .exp_family import ExponentialFamily
 from .noise import noise
 
 __all__ = ["ContinuousBernoulli"]
 
 
-class ContinuousBernoulli(BinaryParametrised):
+class ContinuousBernoulli(BinaryParametrised, ExponentialFamily):
     """``ContinuousBernoulli(probs=p)`` (or ``logits=``) on [0, 1]; ``lims`` bound the region
     around p = 1/2 where Taylor expansions replace the closed forms."""
 
@@ -107,3 +108,15 @@ class ContinuousBernoulli(BinaryParametrised):
     def entropy(self):
         log_probs0, log_probs1 = F.log1p(-self.probs), F.log(self.probs)
         return self.mean * (log_probs0 - log_probs1) - self._cont_bern_log_norm() - log_probs0
+
+    # the exponential family's terms: theta = logits, F(theta) = log((e^theta - 1) / theta),
+    # its Taylor series near theta = 0 (the region of lims, shifted as PyTorch's)
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.logits,))
+
+    def _log_normalizer(self, x):
+        stable = (x <= self._lims[0] - 0.5) | (x > self._lims[1] - 0.5)
+        cut = F.where(stable, x, self._lims[0] - 0.5)
+        log_norm = F.log(F.abs(F.expm1(cut))) - F.log(F.abs(cut))
+        taylor = 0.5 * x + x ** 2 / 24.0 - x ** 4 / 2880.0
+        return F.where(stable, log_norm, taylor)

@@ -8,7 +8,9 @@ from ..autograd.grad_mode import no_grad
 from ..dtypes import finfo
 from ..nn import functional as NF
 from . import constraints
+from .. import math_extras as MX
 from .distribution import Distribution, broadcast_all
+from .exp_family import ExponentialFamily
 
 __all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
@@ -51,7 +53,7 @@ class BinaryParametrised(Distribution):
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
 
-class Bernoulli(BinaryParametrised):
+class Bernoulli(BinaryParametrised, ExponentialFamily):
     """``Bernoulli(probs=p)`` or ``Bernoulli(logits=log(p / (1 - p)))``: 1 with probability p.
 
     >>> import tracegrad as tg
@@ -87,6 +89,13 @@ class Bernoulli(BinaryParametrised):
 
     def entropy(self):
         return NF.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    # (theta is logit(probs), unclamped as PyTorch's: +-inf at probs 0 or 1)
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (MX.logit(self.probs),))
+
+    def _log_normalizer(self, x):
+        return F.log1p(F.exp(x))
 
     def enumerate_support(self, expand=True):
         values = F.reshape(creation.arange(2, dtype=self._param.dtype), (2,) + (1,) * len(self.batch_shape))

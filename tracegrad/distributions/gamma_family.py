@@ -19,13 +19,14 @@ from ..dtypes import finfo
 from ..nn import functional as NF
 from . import constraints
 from .distribution import Distribution, broadcast_all
+from .exp_family import ExponentialFamily
 from .gamma_sampling import dirichlet, standard_gamma
 from .noise import draw, noise
 
 __all__ = ["Gamma", "Chi2", "Beta", "Dirichlet", "Poisson", "StudentT", "FisherSnedecor"]
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """``Gamma(concentration, rate)``: density ``rate^a x^(a-1) e^(-rate x) / Gamma(a)``."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
@@ -62,6 +63,12 @@ class Gamma(Distribution):
         a = self.concentration
         return a - F.log(self.rate) + MX.lgamma(a) + (1.0 - a) * MX.digamma(a)
 
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.concentration - 1, -self.rate))
+
+    def _log_normalizer(self, x, y):
+        return MX.lgamma(x + 1) + (x + 1) * F.log(-(y ** -1))
+
 
 class Chi2(Gamma):
     """``Chi2(df)``: ``Gamma(df / 2, 1 / 2)``."""
@@ -75,7 +82,7 @@ class Chi2(Gamma):
     df = property(lambda self: self.concentration * 2)
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """``Dirichlet(concentration)`` over the probability simplex of the last dim."""
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
@@ -122,8 +129,14 @@ class Dirichlet(Distribution):
         log_beta = F.sum(MX.lgamma(c), -1) - MX.lgamma(total)
         return log_beta + (total - k) * MX.digamma(total) - F.sum((c - 1) * MX.digamma(c), -1)
 
+    # (no _mean_carrier_measure, as PyTorch's: the closed-form entropy above is the one used)
+    _natural_params = property(lambda self: (self.concentration,))
 
-class Beta(Distribution):
+    def _log_normalizer(self, x):
+        return F.sum(MX.lgamma(x), -1) - MX.lgamma(F.sum(x, -1))
+
+
+class Beta(ExponentialFamily):
     """``Beta(concentration1, concentration0)`` on ``[0, 1]``: a two-category Dirichlet."""
 
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
@@ -154,8 +167,13 @@ class Beta(Distribution):
     def entropy(self):
         return self._dirichlet.entropy()
 
+    _natural_params = property(lambda self: (self.concentration1, self.concentration0))
 
-class Poisson(Distribution):
+    def _log_normalizer(self, x, y):
+        return MX.lgamma(x) + MX.lgamma(y) - MX.lgamma(x + y)
+
+
+class Poisson(ExponentialFamily):
     """``Poisson(rate)``: counts with ``P(k) = rate^k e^-rate / k!``."""
 
     arg_constraints = {"rate": constraints.nonnegative}
@@ -178,6 +196,12 @@ class Poisson(Distribution):
         self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return MX.xlogy(value, rate) - rate - MX.lgamma(value + 1)
+
+    # (no entropy nor _mean_carrier_measure, as PyTorch's: entropy raises NotImplementedError)
+    _natural_params = property(lambda self: (F.log(self.rate),))
+
+    def _log_normalizer(self, x):
+        return F.exp(x)
 
 
 class StudentT(Distribution):

@@ -1,6 +1,10 @@
 """``kl_divergence(p, q)`` and ``register_kl``: the closed forms, looked up by the two types
-(the most specific registered pair, as PyTorch's)."""
+(the most specific registered pair, as PyTorch's; a RuntimeWarning where two pairs are
+equally specific, e.g. ``(Base, Derived)`` and ``(Derived, Base)``)."""
 from __future__ import annotations
+
+import warnings
+from functools import total_ordering
 
 from .. import functional as F
 from .. import linalg as LA
@@ -8,36 +12,82 @@ from .. import math_extras as MX
 from ..nn import functional as NF
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical
+from .exp_family import ExponentialFamily, kl_expfamily_expfamily
 from .gamma_family import Beta, Dirichlet, Gamma, Poisson
 from .multivariate import Independent, MultivariateNormal, _mahalanobis
 
 __all__ = ["kl_divergence", "register_kl"]
 
 _KL = {}
+_KL_MEMO = {}  # (type(p), type(q)) -> the function dispatched to (cleared by each registration)
 
 
 def register_kl(type_p, type_q):
-    """Decorator registering ``fn(p, q)`` as the KL divergence of ``type_p`` from ``type_q``."""
+    """Decorator registering ``fn(p, q)`` as the KL divergence of ``type_p`` from ``type_q``
+    (a tie between two equally specific registrations is broken by registering the pair of
+    the more derived types)."""
     def decorate(fn):
         _KL[type_p, type_q] = fn
+        _KL_MEMO.clear()  # (the most specific match may have changed)
         return fn
 
     return decorate
 
 
+@total_ordering
+class _Match:
+    """A registered pair, ordered lexicographically by subclassing (PyTorch's order: a pair is
+    below another when its first type is a proper subclass, or equal and the second is one)."""
+
+    __slots__ = ["types"]
+
+    def __init__(self, *types):
+        self.types = types
+
+    def __eq__(self, other):
+        return self.types == other.types
+
+    def __le__(self, other):
+        for x, y in zip(self.types, other.types):
+            if not issubclass(x, y):
+                return False
+            if x is not y:
+                break
+        return True
+
+
+def _dispatch_kl(type_p, type_q):
+    """The most specific registered function for the pair, or None; the left-first and the
+    right-first orders must agree, else PyTorch's RuntimeWarning (and the left-first one)."""
+    matches = [(tp, tq) for tp, tq in _KL if issubclass(type_p, tp) and issubclass(type_q, tq)]
+    if not matches:
+        return None
+    left_p, left_q = min(_Match(*m) for m in matches).types
+    right_q, right_p = min(_Match(*reversed(m)) for m in matches).types
+    left_fun, right_fun = _KL[left_p, left_q], _KL[right_p, right_q]
+    if left_fun is not right_fun:
+        warnings.warn(f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). "
+                      f"Please register_kl({left_p.__name__}, {right_q.__name__})", RuntimeWarning, stacklevel=3)
+    return left_fun
+
+
 def kl_divergence(p, q):
     """``KL(p || q)``, batched; NotImplementedError for a pair with no closed form registered."""
-    matches = [(tp, tq) for tp, tq in _KL if isinstance(p, tp) and isinstance(q, tq)]
-    if not matches:
+    key = type(p), type(q)
+    if key not in _KL_MEMO:
+        _KL_MEMO[key] = _dispatch_kl(*key)
+    fn = _KL_MEMO[key]
+    if fn is None:
         raise NotImplementedError(f"No KL(p || q) is implemented for p type {type(p).__name__} and "
                                   f"q type {type(q).__name__}")
-    # the most specific: fewest steps up both class hierarchies
-    best = min(matches, key=lambda m: (type(p).__mro__.index(m[0]), type(q).__mro__.index(m[1])))
-    return _KL[best](p, q)
+    return fn(p, q)
 
 
 def _inf_where(mask, t):
     return F.where(mask, float("inf"), t)
+
+
+register_kl(ExponentialFamily, ExponentialFamily)(kl_expfamily_expfamily)
 
 
 @register_kl(Normal, Normal)

@@ -387,9 +387,12 @@ def _infer_where(cond, a, b):
 
 
 def _where_vjp(ctx, g):
+    # (zeros, not g * 0: a nan or inf cotangent at a masked-off place must not reach the
+    # other branch, as PyTorch's; e.g. sqrt of a where whose other branch is nan)
+    from ..functional import where
+
     cond = ctx.input(0)
-    zero = g * 0
-    return None, g.where(cond, zero), zero.where(cond, g)
+    return None, where(cond, g, 0.0), where(cond, 0.0, g)
 
 
 def _where_jvp(ctx, tc, ta, tb):
