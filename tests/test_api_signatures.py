@@ -26,7 +26,7 @@ NAMESPACES = [("nn", torch.nn, tg.nn), ("nn.functional", torch.nn.functional, tg
               ("optim.swa_utils", torch.optim.swa_utils, tg.optim.swa_utils),
               ("nn.utils.prune", torch.nn.utils.prune, tg.nn.utils.prune),
               ("nn.utils.fusion", torch.nn.utils.fusion, tg.nn.utils.fusion),
-              ("nn.attention", torch.nn.attention, tg.nn.attention)]
+              ("nn.attention", torch.nn.attention, tg.nn.attention), ("testing", torch.testing, tg.testing)]
 
 
 # where the contract (../shared/API.md) fixes another signature: the name, and why

@@ -56,6 +56,7 @@ from . import nn, optim, utils
 from . import func  # noqa: E402  (tg.func: function transforms, as torch.func)
 from . import distributions  # noqa: E402
 from . import special  # noqa: E402  (tg.special, as torch.special)
+from . import testing  # noqa: E402  (tg.testing, as torch.testing)
 from . import _methods_extra  # noqa: E402,F401  (binds more Tensor methods)
 from .nn.functional import log_softmax, softmax  # tg.softmax(x, dim), as torch.softmax
 from .checkpoint import load, load_checkpoint, save, save_checkpoint
