@@ -204,7 +204,8 @@ def _twins():
         "lgamma": t.lgamma,
         "erfinv": t.erfinv,
         **{name: getattr(t.special, name) for name in (
-            "ndtri", "erfcx", "i0", "i0e", "i1", "i1e", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "zeta")},
+            "ndtri", "erfcx", "i0", "i0e", "i1", "i1e", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "zeta",
+            "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1")},
         "digamma": t.digamma,
         "polygamma": lambda x, n: t.polygamma(n, x),
         "igamma": t.igamma,
