@@ -2,12 +2,13 @@
 names, composed of tracegrad's primitives (so they differentiate and compile). Primitives of
 their own: ``ndtri``, ``erfcx`` (ops/error_functions.py), ``i0``, ``i0e``, ``i1``, ``i1e`` and
 the Bessel functions ``bessel_j0`` ... ``bessel_y1`` (ops/bessel.py), ``modified_bessel_k0``,
-``modified_bessel_k1`` and their scaled forms (ops/bessel_k.py), ``zeta`` (ops/special.py).
-As in PyTorch, ``bessel_*``, ``modified_bessel_*`` and ``spherical_bessel_j0`` have no
-derivative (no gradient flows), and ``zeta`` none in its first argument (asking raises).
+``modified_bessel_k1`` and their scaled forms (ops/bessel_k.py), ``zeta`` (ops/special.py), the
+orthogonal polynomials (``chebyshev_polynomial_t`` ..., ``hermite_polynomial_h``/``he``,
+``laguerre_polynomial_l``, ``legendre_polynomial_p``: special_polynomials.py).
+As in PyTorch, ``bessel_*``, ``modified_bessel_*``, ``spherical_bessel_j0`` and the polynomials
+have no derivative (no gradient flows), and ``zeta`` none in its first argument (asking raises).
 
-Not here: PyTorch's orthogonal polynomials (``chebyshev_polynomial_t`` ..., ``hermite_*``,
-``laguerre_*``, ``legendre_*``) and ``airy_ai``.
+Not here: ``airy_ai``.
 
 >>> import tracegrad as tg
 >>> tg.special.ndtr(tg.tensor([0.0, 1.0]))
@@ -23,6 +24,11 @@ from . import dtypes as _dt
 from . import functional as F
 from . import math_extras as MX
 from .nn.functional import log_softmax, softmax  # noqa: F401
+from .special_polynomials import (  # noqa: F401
+    chebyshev_polynomial_t, chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w,
+    hermite_polynomial_h, hermite_polynomial_he, laguerre_polynomial_l, legendre_polynomial_p,
+    shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
+    shifted_chebyshev_polynomial_w)
 from .ops import bessel as _bessel, bessel_k as _bessel_k, error_functions as _erf, special as _special
 from .tensor import Tensor
 
@@ -31,7 +37,10 @@ __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "gammaln", "digamma", "psi
            "sinc", "round", "ndtr", "log_ndtr", "entr", "log1p", "expm1", "exp2", "ndtri", "erfcx", "i0", "i0e",
            "i1", "i1e", "modified_bessel_i0", "modified_bessel_i1", "bessel_j0", "bessel_j1", "bessel_y0",
            "bessel_y1", "spherical_bessel_j0", "zeta", "modified_bessel_k0", "modified_bessel_k1",
-           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1"]
+           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "chebyshev_polynomial_t",
+           "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+           "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
+           "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"]
 
 expit = F.sigmoid
 logit = MX.logit
