@@ -14,8 +14,8 @@ from tracegrad.ops.orthogonal_polynomials import KINDS  # noqa: E402
 
 X = np.concatenate([np.linspace(-3, 3, 121), [0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, 1 - 1e-16, -1 + 1e-16,
                                                1e-300, 0.999, 1.001, 2.5, -2.5, 1.25, -1.25]])
-DEGREES = np.array([-3, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 20, 44, 45, 46, 47, 48, 49, 50, 51, 100, 127, 128, 129,
-                    300, 512, 513, 2000, 2.7, 0.5, -0.5, np.nan, np.inf, -np.inf, 1e20, -1e20])
+DEGREES = np.array([-3, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 20, 44, 45, 46, 47, 48, 49, 50, 51, 100, 127, 128,
+                    129, 300, 512, 513, 2000, 2.7, 0.5, -0.5, np.nan, np.inf, -np.inf, 1e20, -1e20])
 GRID_X, GRID_N = np.meshgrid(X, DEGREES)
 CHEBYSHEV = [name for name in KINDS if "chebyshev" in name]
 
