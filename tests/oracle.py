@@ -209,7 +209,7 @@ def _twins():
             "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
             "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
             "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
-            "legendre_polynomial_p")},
+            "legendre_polynomial_p", "airy_ai")},
         "digamma": t.digamma,
         "polygamma": lambda x, n: t.polygamma(n, x),
         "igamma": t.igamma,

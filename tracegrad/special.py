@@ -4,11 +4,10 @@ their own: ``ndtri``, ``erfcx`` (ops/error_functions.py), ``i0``, ``i0e``, ``i1`
 the Bessel functions ``bessel_j0`` ... ``bessel_y1`` (ops/bessel.py), ``modified_bessel_k0``,
 ``modified_bessel_k1`` and their scaled forms (ops/bessel_k.py), ``zeta`` (ops/special.py), the
 orthogonal polynomials (``chebyshev_polynomial_t`` ..., ``hermite_polynomial_h``/``he``,
-``laguerre_polynomial_l``, ``legendre_polynomial_p``: special_polynomials.py).
+``laguerre_polynomial_l``, ``legendre_polynomial_p``: special_polynomials.py), ``airy_ai``
+(ops/airy.py).
 As in PyTorch, ``bessel_*``, ``modified_bessel_*``, ``spherical_bessel_j0`` and the polynomials
 have no derivative (no gradient flows), and ``zeta`` none in its first argument (asking raises).
-
-Not here: ``airy_ai``.
 
 >>> import tracegrad as tg
 >>> tg.special.ndtr(tg.tensor([0.0, 1.0]))
@@ -29,7 +28,7 @@ from .special_polynomials import (  # noqa: F401
     hermite_polynomial_h, hermite_polynomial_he, laguerre_polynomial_l, legendre_polynomial_p,
     shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
     shifted_chebyshev_polynomial_w)
-from .ops import bessel as _bessel, bessel_k as _bessel_k, error_functions as _erf, special as _special
+from .ops import airy as _airy, bessel as _bessel, bessel_k as _bessel_k, error_functions as _erf, special as _special
 from .tensor import Tensor
 
 __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma",
@@ -41,7 +40,8 @@ __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "gammaln", "digamma", "psi
            "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
            "shifted_chebyshev_polynomial_t",
            "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
-           "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"]
+           "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p",
+           "airy_ai"]
 
 expit = F.sigmoid
 logit = MX.logit
@@ -225,6 +225,17 @@ def scaled_modified_bessel_k0(input):
 def scaled_modified_bessel_k1(input):
     """``exp(x) modified_bessel_k1(x)`` (no derivative, as PyTorch's)."""
     return _bessel_k.SCALED_MODIFIED_BESSEL_K1(_floating(input))
+
+
+def airy_ai(input):
+    """The Airy function Ai (PyTorch's algorithm, in the input's dtype): NaN at +-inf, 0 above
+    103.892; no derivative, as PyTorch's.
+
+    >>> import tracegrad as tg
+    >>> tg.special.airy_ai(tg.tensor([-2.0, 0.0, 2.0]))
+    tensor([0.2274, 0.3550, 0.0349])
+    """
+    return _airy.AIRY_AI(_floating(input))
 
 
 def zeta(input, other):
