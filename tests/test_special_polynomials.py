@@ -109,3 +109,20 @@ def test_compiled_equals_eager(dtype):
         # (float64: libm's cos and acos against NumPy's, ~1 ulp, times n in the closed forms)
         tolerance = 0.0 if dtype is tg.float32 else 1e-11
         _compare(g, w, tolerance, f"compiled {name}")
+
+
+def test_number_degree_compiles_and_broadcasts():
+    """A Python-number degree is a constant of the trace; a tensor one broadcasts against x."""
+    x = tg.tensor([[0.25], [-0.75], [1.5]])
+    n = tg.tensor([0.0, 3.0, 9.0])
+
+    def fn(x, n):
+        return tg.special.legendre_polynomial_p(x, 4), tg.special.chebyshev_polynomial_u(x, n)
+
+    got, want = tg.compile(fn, backend="c", fullgraph=True)(x, n), fn(x, n)
+    theirs = (torch.special.legendre_polynomial_p(torch.tensor(x.numpy()), 4),
+              torch.special.chebyshev_polynomial_u(torch.tensor(x.numpy()), torch.tensor(n.numpy())))
+    for g, w, t in zip(got, want, theirs):
+        assert tuple(g.shape) == tuple(t.shape)
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+        np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-5)  # (U_9: a float closed form)
