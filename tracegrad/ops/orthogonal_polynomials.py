@@ -6,11 +6,14 @@ checks, so that the edges match: ``n`` truncates toward 0 and a NaN, infinite or
 special values at x = +-1 (shifted: 0 and 1) and, inside (-1, 1) for larger n, the closed forms
 ``cos(n acos x)`` and its U/V/W kin; else the three-term recurrence, stopped once it is NaN.
 Hermite degrees above 128 (float32) or 512 (float64) give NaN, as PyTorch's. Both backends
-compute in the input's dtype, as PyTorch's kernels do (float32: float arithmetic, so that the
-recurrence overflows to inf and then NaN where PyTorch's does; the C twin:
+compute in the input's dtype, as PyTorch's kernels do (float32: float arithmetic, with the fused
+multiply-add of PyTorch's compiled loop, so that the recurrence rounds, and overflows to inf and
+then NaN, as PyTorch's; the C twin:
 ``tg_orthogonal_polynomial_{f,d}`` in codegen_templates/special_polynomials.h.j2). At a NaN x,
-where PyTorch returns an uninitialised value for some (U, W, L, P), these give NaN. No
-derivative, as PyTorch's (no gradient flows).
+where PyTorch returns an uninitialised value for some (U, V, W, L, P), these give NaN. No
+derivative, as PyTorch's (no gradient flows). As PyTorch's, the recurrence takes n - 1 steps:
+huge degrees outside the closed forms (Legendre, Laguerre inside their range; Chebyshev just
+outside [-1, 1]) take that long, eagerly here in a NumPy loop over the elements still running.
 
 >>> import tracegrad as tg
 >>> tg.special.chebyshev_polynomial_t(tg.tensor([0.5, 2.0]), 3)
