@@ -204,7 +204,12 @@ def _twins():
         "lgamma": t.lgamma,
         "erfinv": t.erfinv,
         **{name: getattr(t.special, name) for name in (
-            "ndtri", "erfcx", "i0", "i0e", "i1", "i1e", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "zeta")},
+            "ndtri", "erfcx", "i0", "i0e", "i1", "i1e", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "zeta",
+            "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+            "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+            "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+            "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
+            "legendre_polynomial_p", "airy_ai")},
         "digamma": t.digamma,
         "polygamma": lambda x, n: t.polygamma(n, x),
         "igamma": t.igamma,

@@ -19,7 +19,9 @@ PROBABILITIES = np.concatenate([np.linspace(0, 1, 1001), np.logspace(-300, -1, 3
 # PyTorch's Bessel J and Y are good to ~1e-6 absolute between 5 and 25 (its asymptotic fits)
 TORCH_ABS = {"bessel_j0": 1e-6, "bessel_j1": 1e-6, "bessel_y0": 1e-6, "bessel_y1": 1e-6}
 UNARY = ["ndtri", "erfcx", "i0", "i0e", "i1", "i1e", "modified_bessel_i0", "modified_bessel_i1",
-         "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "spherical_bessel_j0"]
+         "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "spherical_bessel_j0", "modified_bessel_k0",
+         "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "airy_ai"]
+BESSEL_K = UNARY[-5:-1]
 
 
 def _close(ours, theirs, rtol, atol, what):
@@ -57,6 +59,39 @@ def test_values_match_scipy(name):
     # (erfcx below -20: SciPy's exp(x^2) rounds x^2 (~5e-14); ours splits it exactly)
     tolerance = 1e-13 if name == "erfcx" else 2e-14
     assert (np.abs(ours - want)[finite] <= tolerance * scale[finite]).all(), name
+
+
+@pytest.mark.parametrize("name", BESSEL_K)
+def test_bessel_k_float32_and_edges(name):
+    """float32 (PyTorch computes in float; ours in double, rounded) to a few ulps, and the edges:
+    inf at 0, NaN below 0, 0 (scaled: finite) at +inf, PyTorch's float results at the least
+    subnormal (where its T(0.5) * x underflows)."""
+    x = np.concatenate([np.logspace(-37, 2.5, 2000), np.linspace(-3, 90, 2001), [0.0, -0.0, np.inf, -np.inf, np.nan,
+                                                                                   1.4e-45, 3e-45, 1e-40, 88.0, 104.0]])
+    ours = getattr(tg.special, name)(tg.tensor(x, dtype=tg.float32))
+    theirs = getattr(torch.special, name)(torch.tensor(x, dtype=torch.float32))
+    assert ours.dtype == tg.float32
+    _close(ours.numpy(), theirs.numpy(), 2e-6, 1e-44, name)
+    # other subnormals: PyTorch's float T(0.5) * x rounds (up to ~0.3 in K0's log); ours is its
+    # double value, rounded
+    tiny = np.logspace(-44.5, -38, 50).astype(np.float32)
+    subnormal = getattr(tg.special, name)(tg.tensor(tiny)).numpy()
+    want = getattr(torch.special, name)(torch.tensor(tiny, dtype=torch.float64)).to(torch.float32).numpy()
+    _close(subnormal, want, 1e-6, 0.0, f"{name} subnormal")
+
+
+def test_airy_ai_wide_range_both_dtypes():
+    """PyTorch's algorithm in the input's dtype: float64 to ~1e-16 absolute (its amplitude is at
+    most ~0.54), float32 to an ulp or two; the branch ends (+-2.09, 103.892), far out on both
+    sides, NaN at +-inf, exact zeros where PyTorch's underflow."""
+    x = np.concatenate([np.linspace(-60, 110, 20001), -np.logspace(-3, 8, 300), np.logspace(-3, 3, 300),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, -2.09, 2.09, 103.892, 103.9, 8.3203353, 26.0, 27.0]])
+    for dtype, tolerance in ((tg.float64, 2e-16), (tg.float32, 1.2e-7)):
+        ours = tg.special.airy_ai(tg.tensor(x, dtype=dtype))
+        theirs = torch.special.airy_ai(torch.tensor(x, dtype=getattr(torch, dtype.name))).numpy()
+        assert ours.dtype == dtype
+        _close(ours.numpy(), theirs, 0.0, tolerance, f"airy_ai {dtype.name}")
+        np.testing.assert_array_equal(ours.numpy() == 0, theirs == 0)
 
 
 def test_zeta_values_and_edges():

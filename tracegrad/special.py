@@ -1,13 +1,13 @@
 """``tg.special`` (PyTorch's ``torch.special``): the special functions under their SciPy-style
 names, composed of tracegrad's primitives (so they differentiate and compile). Primitives of
 their own: ``ndtri``, ``erfcx`` (ops/error_functions.py), ``i0``, ``i0e``, ``i1``, ``i1e`` and
-the Bessel functions ``bessel_j0`` ... ``bessel_y1`` (ops/bessel.py), ``zeta`` (ops/special.py).
-As in PyTorch, ``bessel_*``, ``modified_bessel_*`` and ``spherical_bessel_j0`` have no
-derivative (no gradient flows), and ``zeta`` none in its first argument (asking raises).
-
-Not here: PyTorch's orthogonal polynomials (``chebyshev_polynomial_t`` ..., ``hermite_*``,
-``laguerre_*``, ``legendre_*``), ``airy_ai``, ``gammainc``/``gammaincc`` and
-``modified_bessel_k0``/``k1`` (and their scaled forms).
+the Bessel functions ``bessel_j0`` ... ``bessel_y1`` (ops/bessel.py), ``modified_bessel_k0``,
+``modified_bessel_k1`` and their scaled forms (ops/bessel_k.py), ``zeta`` (ops/special.py), the
+orthogonal polynomials (``chebyshev_polynomial_t`` ..., ``hermite_polynomial_h``/``he``,
+``laguerre_polynomial_l``, ``legendre_polynomial_p``: special_polynomials.py), ``airy_ai``
+(ops/airy.py).
+As in PyTorch, ``bessel_*``, ``modified_bessel_*``, ``spherical_bessel_j0`` and the polynomials
+have no derivative (no gradient flows), and ``zeta`` none in its first argument (asking raises).
 
 >>> import tracegrad as tg
 >>> tg.special.ndtr(tg.tensor([0.0, 1.0]))
@@ -23,14 +23,25 @@ from . import dtypes as _dt
 from . import functional as F
 from . import math_extras as MX
 from .nn.functional import log_softmax, softmax  # noqa: F401
-from .ops import bessel as _bessel, error_functions as _erf, special as _special
+from .special_polynomials import (  # noqa: F401
+    chebyshev_polynomial_t, chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w,
+    hermite_polynomial_h, hermite_polynomial_he, laguerre_polynomial_l, legendre_polynomial_p,
+    shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
+    shifted_chebyshev_polynomial_w)
+from .ops import airy as _airy, bessel as _bessel, bessel_k as _bessel_k, error_functions as _erf, special as _special
 from .tensor import Tensor
 
 __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma",
            "multigammaln", "gammainc", "gammaincc", "log_softmax", "softmax", "logsumexp", "xlogy", "xlog1py",
            "sinc", "round", "ndtr", "log_ndtr", "entr", "log1p", "expm1", "exp2", "ndtri", "erfcx", "i0", "i0e",
            "i1", "i1e", "modified_bessel_i0", "modified_bessel_i1", "bessel_j0", "bessel_j1", "bessel_y0",
-           "bessel_y1", "spherical_bessel_j0", "zeta"]
+           "bessel_y1", "spherical_bessel_j0", "zeta", "modified_bessel_k0", "modified_bessel_k1",
+           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "chebyshev_polynomial_t",
+           "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+           "shifted_chebyshev_polynomial_t",
+           "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
+           "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p",
+           "airy_ai"]
 
 expit = F.sigmoid
 logit = MX.logit
@@ -181,6 +192,50 @@ def spherical_bessel_j0(input):
     square = x * x  # (the series 1 - x^2/6 + x^4/120 near 0, where sin(x)/x is 0/0 at 0)
     value = F.where(small, 1 - square / 6 + square * square / 120, F.sin(safe) / safe)
     return F.where(infinite, 0.0, value)
+
+
+def modified_bessel_k0(input):
+    """The modified Bessel function of the second kind of order 0 (Cephes' expansions, as
+    PyTorch's): inf at 0, NaN below; no derivative, as PyTorch's.
+
+    >>> import tracegrad as tg
+    >>> tg.special.modified_bessel_k0(tg.tensor([0.0, 1.0, -1.0]))
+    tensor([   inf, 0.4210,    nan])
+    """
+    return _bessel_k.MODIFIED_BESSEL_K0(_floating(input))
+
+
+def modified_bessel_k1(input):
+    """The modified Bessel function of the second kind of order 1: inf at 0, NaN below; no
+    derivative, as PyTorch's."""
+    return _bessel_k.MODIFIED_BESSEL_K1(_floating(input))
+
+
+def scaled_modified_bessel_k0(input):
+    """``exp(x) modified_bessel_k0(x)``, finite where ``modified_bessel_k0`` underflows (no
+    derivative, as PyTorch's).
+
+    >>> import tracegrad as tg
+    >>> tg.special.scaled_modified_bessel_k0(tg.tensor([1.0, 1000.0]))
+    tensor([1.1445, 0.0396])
+    """
+    return _bessel_k.SCALED_MODIFIED_BESSEL_K0(_floating(input))
+
+
+def scaled_modified_bessel_k1(input):
+    """``exp(x) modified_bessel_k1(x)`` (no derivative, as PyTorch's)."""
+    return _bessel_k.SCALED_MODIFIED_BESSEL_K1(_floating(input))
+
+
+def airy_ai(input):
+    """The Airy function Ai (PyTorch's algorithm, in the input's dtype): NaN at +-inf, 0 above
+    103.892; no derivative, as PyTorch's.
+
+    >>> import tracegrad as tg
+    >>> tg.special.airy_ai(tg.tensor([-2.0, 0.0, 2.0]))
+    tensor([0.2274, 0.3550, 0.0349])
+    """
+    return _airy.AIRY_AI(_floating(input))
 
 
 def zeta(input, other):

@@ -16,6 +16,8 @@ domain              values                                                      
 ``"with_zeros"``    uniform in [-2, 2] with about a third exactly 0 (products      float
                     through zeros)
 ``"above_one"``     uniform in [1.25, 3] (acosh's domain)                         float
+``"degree"``        whole numbers in [-1, 12] (the orthogonal polynomials'         float
+                    degrees: negative, 0, 1, recurrences and closed forms)
 ``"well_conditioned"`` square matrices: 2 I + uniform in [-0.5, 0.5] (inverses,    float
                     determinants and solves far from singular)
 ``"separated"``     matrices with singular values at least 0.6 apart and 0.7 or   float
@@ -47,7 +49,7 @@ import numpy as np
 
 DEFAULT_SHAPE = (3, 4)
 FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "probability", "above_one", "well_conditioned",
-                 "with_zeros", "separated", "singular")
+                 "with_zeros", "separated", "singular", "degree")
 INT_DOMAINS = ("index", "unique_index", "seed", "pivots")
 DOMAINS = FLOAT_DOMAINS + ("bool",) + INT_DOMAINS
 
@@ -91,6 +93,8 @@ def materialize(spec, dtype=np.float64, seed=0):
         return rng.uniform(-0.5, 0.5, shape).astype(dtype)
     if domain == "probability":
         return rng.uniform(0.05, 0.95, shape).astype(dtype)
+    if domain == "degree":
+        return rng.integers(-1, 13, shape).astype(dtype)
     if domain == "above_one":
         return rng.uniform(1.25, 3, shape).astype(dtype)
     if domain == "well_conditioned":
