@@ -180,3 +180,8 @@ def test_linearize_functionalize_and_batch_norm_replacement_like_torch():
     assert list(ours.state_dict()) == list(theirs.state_dict()) and not ours[1].track_running_stats
     per_sample = tg.func.vmap(ours, in_dims=0)(tg.randn(3, 4, 2))
     assert per_sample.shape == (3, 4, 2)
+
+
+def test_grad_of_a_value_independent_of_the_input_is_zero_like_torch():
+    for f in (lambda x: tg.tensor(1.0), lambda x: (x * 0).sum(), lambda x: tg.special.bessel_j0(x).sum()):
+        np.testing.assert_array_equal(tg.func.grad(f)(tg.ones(2)).numpy(), [0.0, 0.0])

@@ -175,7 +175,10 @@ def grad_and_value(func, argnums=0, has_aux=False):
                 raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar "
                                    f"Tensor, got {got}. Maybe you wanted to use the vjp or jacrev APIs instead?")
             flat = [x for leaves, _ in trees for x in leaves]
-            grads = _autograd_grad(value, flat, create_graph=outer, allow_unused=True)
+            if value.requires_grad:
+                grads = _autograd_grad(value, flat, create_graph=outer, allow_unused=True)
+            else:  # (a value that does not depend on the inputs: zero gradients, as PyTorch's)
+                grads = [None] * len(flat)
         grads = [g if g is not None else creation.zeros_like(x) for g, x in zip(grads, flat)]
         out, k = [], 0
         for leaves, spec in trees:
