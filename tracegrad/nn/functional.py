@@ -968,3 +968,8 @@ from .functional_mha import *  # noqa: E402,F401,F403  (multi_head_attention_for
 from .functional_mha import __all__ as _mha  # noqa: E402
 
 __all__ += _mha
+
+from .functional_fractional import *  # noqa: E402,F401,F403  (fractional max pooling)
+from .functional_fractional import __all__ as _fractional  # noqa: E402
+
+__all__ += _fractional
