@@ -1,4 +1,4 @@
-"""Fractional max pooling against PyTorch: values,
+"""Fractional max pooling and ``CrossMapLRN2d`` against PyTorch: values,
 indices and gradients (fractional pooling given the same ``_random_samples``), modules' reprs
 and state dicts, seeded sampling compiled as eagerly, and the errors."""
 from __future__ import annotations
@@ -120,3 +120,64 @@ def test_fractional_max_pool_errors_as_torchs():
         tg.nn.FractionalMaxPool2d(2, output_ratio=1.5)
     with pytest.raises(ValueError, match="kernel_size must be greater than 0"):
         tg.nn.FractionalMaxPool3d(0, output_size=2)
+
+
+# ----------------------------------------------------------------------------- CrossMapLRN2d
+def _running_sum_lrn(x, size, alpha, beta, k):
+    """PyTorch's CrossMapLRN2d forward, written with torch's differentiable ops (as ours)."""
+    channels, pre_pad = x.shape[1], int((size - 1) / 2 + 1)
+    square = x * x
+    current = square[:, 0]
+    for c in range(1, min(pre_pad, channels)):
+        current = current + square[:, c]
+    sums = [current]
+    for c in range(1, channels):
+        if c < channels - pre_pad + 1:
+            current = current + square[:, c + pre_pad - 1]
+        if c > pre_pad:
+            current = current - square[:, c - pre_pad]
+        sums.append(current)
+    return (torch.stack(sums, 1) * (alpha / size) + k).pow(-beta) * x
+
+
+LRN = [(6, 3, 0.5, 0.75, 1.0), (7, 5, 1e-4, 0.75, 1.0), (5, 4, 2.0, 0.5, 2.0), (3, 7, 0.3, 1.0, 1.0),
+       (8, 2, 0.5, 0.75, 1.0)]
+
+
+@pytest.mark.parametrize("channels,size,alpha,beta,k", LRN)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cross_map_lrn2d_forward_is_torchs(channels, size, alpha, beta, k, dtype):
+    x = RNG.standard_normal((2, channels, 3, 4)).astype(dtype)
+    out = tg.nn.CrossMapLRN2d(size, alpha, beta, k)(tg.tensor(x))
+    want = torch.nn.CrossMapLRN2d(size, alpha, beta, k)(torch.from_numpy(x))
+    # one ulp: libm's pow against PyTorch's
+    np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=2 * np.finfo(dtype).eps, atol=0)
+
+
+@pytest.mark.parametrize("channels,size,alpha,beta,k", LRN)
+def test_cross_map_lrn2d_gradient_is_the_true_derivative(channels, size, alpha, beta, k):
+    x = RNG.standard_normal((2, channels, 2, 3))
+    m = tg.nn.CrossMapLRN2d(size, alpha, beta, k)
+    compare_fn(m, lambda t: _running_sum_lrn(t, size, alpha, beta, k), [x])
+    assert tg.autograd.gradcheck(m, (tg.tensor(x).requires_grad_(),))
+
+
+def test_torchs_cross_map_lrn2d_backward_is_not_its_forwards_derivative():
+    """What the module docstring says of PyTorch's backward (torch 2.13): it fails gradcheck of
+    its own forward, so our gradient (the derivative) differs from it."""
+    x = torch.from_numpy(RNG.standard_normal((1, 6, 2, 2))).requires_grad_()
+    assert not torch.autograd.gradcheck(torch.nn.CrossMapLRN2d(3, 0.5, 0.75, 1.0), (x,), raise_exception=False)
+
+
+def test_cross_map_lrn2d_repr_compiles_and_checks_its_input():
+    m = tg.nn.CrossMapLRN2d(5, alpha=1e-3)
+    assert repr(m) == repr(torch.nn.CrossMapLRN2d(5, alpha=1e-3)) == "CrossMapLRN2d(5, alpha=0.001, beta=0.75, k=1)"
+    x = tg.tensor(RNG.standard_normal((2, 6, 3, 3)).astype(np.float32))
+
+    def grad(v):
+        v = v.detach().requires_grad_()
+        return tg.autograd.grad((m(v) * v).sum(), v)[0]
+
+    assert_close(tg.compile(grad, backend="c", fullgraph=True)(x), grad(x), "compiled")
+    with pytest.raises(ValueError, match="Expected input to be 4D, got 3D instead"):
+        m(tg.randn(2, 3, 4))
