@@ -1,4 +1,4 @@
-"""Fractional max pooling and ``CrossMapLRN2d`` against PyTorch: values,
+"""Fractional max pooling, ``CrossMapLRN2d`` and ``conv_tbc`` against PyTorch: values,
 indices and gradients (fractional pooling given the same ``_random_samples``), modules' reprs
 and state dicts, seeded sampling compiled as eagerly, and the errors."""
 from __future__ import annotations
@@ -181,3 +181,24 @@ def test_cross_map_lrn2d_repr_compiles_and_checks_its_input():
     assert_close(tg.compile(grad, backend="c", fullgraph=True)(x), grad(x), "compiled")
     with pytest.raises(ValueError, match="Expected input to be 4D, got 3D instead"):
         m(tg.randn(2, 3, 4))
+
+
+# ----------------------------------------------------------------------------- conv_tbc
+@pytest.mark.parametrize("pad,kernel", [(0, 3), (1, 3), (2, 2), (0, 1)])
+def test_conv_tbc_matches_torch(pad, kernel):
+    arrays = [RNG.standard_normal((7, 2, 3)), RNG.standard_normal((kernel, 3, 4)), RNG.standard_normal(4)]
+    compare_fn(lambda x, w, b: tg.nn.functional.conv_tbc(x, w, b, pad),
+               lambda x, w, b: torch.conv_tbc(x, w, b, pad), arrays)
+
+
+def test_conv_tbc_compiles_and_checks_shapes():
+    F = tg.nn.functional
+    x, w, b = (tg.tensor(RNG.standard_normal(s).astype(np.float32)) for s in ((6, 2, 3), (2, 3, 5), (5,)))
+    compiled = tg.compile(lambda x, w, b: F.conv_tbc(x, w, b, 1).tanh(), backend="c", fullgraph=True)
+    np.testing.assert_allclose(compiled(x, w, b).numpy(), F.conv_tbc(x, w, b, 1).tanh().numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(RuntimeError, match="Input dim 2 \\(input channels\\) is not == dim 1"):
+        F.conv_tbc(x, tg.randn(2, 4, 5), b)
+    with pytest.raises(RuntimeError, match="Bias size must equal dim 2"):
+        F.conv_tbc(x, w, tg.randn(4))
+    with pytest.raises(RuntimeError, match="Input must have 3 dims"):
+        F.conv_tbc(x[0], w, b)

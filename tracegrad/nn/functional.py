@@ -973,3 +973,8 @@ from .functional_fractional import *  # noqa: E402,F401,F403  (fractional max po
 from .functional_fractional import __all__ as _fractional  # noqa: E402
 
 __all__ += _fractional
+
+from .functional_conv_tbc import *  # noqa: E402,F401,F403  (conv_tbc)
+from .functional_conv_tbc import __all__ as _conv_tbc  # noqa: E402
+
+__all__ += _conv_tbc
