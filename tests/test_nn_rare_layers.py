@@ -59,6 +59,26 @@ def test_fractional_max_pool_gradient_sums_where_windows_share_the_maximum():
                [x])
 
 
+def test_fractional_max_pool_picks_nans_and_traced_samples_as_torch():
+    """PyTorch's scan keeps the last NaN of a window; samples given as a compiled function's
+    input make traced windows."""
+    x = np.array([[[[1.0, np.nan, 0.5], [np.nan, 0.0, 2.0], [3.0, 1.0, np.nan]]]])
+    u = np.zeros((1, 1, 2))
+    ours = tg.nn.functional.fractional_max_pool2d(tg.tensor(x), 2, 2, return_indices=True,
+                                                  _random_samples=tg.tensor(u))
+    theirs = torch.nn.functional.fractional_max_pool2d(torch.from_numpy(x), 2, 2, return_indices=True,
+                                                       _random_samples=torch.from_numpy(u))
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    x, u = tg.randn(2, 2, 9, 8), tg.rand(2, 2, 2)
+
+    def pool(x, u):
+        return tg.nn.functional.fractional_max_pool2d(x, 2, (4, 3), return_indices=True, _random_samples=u)
+
+    for a, b in zip(tg.compile(pool, backend="c", fullgraph=True)(x, u), pool(x, u)):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
 def test_fractional_max_pool_modules_as_torchs():
     u = RNG.random((1, 2, 3))
     ours = tg.nn.FractionalMaxPool3d(2, output_size=3, return_indices=True, _random_samples=tg.tensor(u))

@@ -6,10 +6,11 @@ of ``n_out`` starts at ``floor((i + u) alpha) - floor(u alpha)``, ``alpha = (n_i
 (n_out - 1)``, the last at ``n_in - k`` (PyTorch's ``generate_intervals``, computed in the
 input's dtype as it is, so that the same samples give the same windows). Windows are ``k``
 long and may overlap. Their elements are gathered through an index table built with
-tracegrad ops from the samples, and the first maximum of each is taken, so the gradient goes
-to the selected elements (summed where windows share one), and a compiled function keeps the
-whole pooling: the samples, when not given, come from the seeded ``uniform_noise`` op, a
-program input drawn from ``tg.manual_seed``'s generator on every call, as dropout's masks.
+tracegrad ops from the samples, and each window keeps the element PyTorch's scan keeps (the
+first maximum, or the last NaN), so the gradient goes to the selected elements (summed where
+windows share one). A compiled function keeps the whole pooling: the samples, when not given,
+come from the seeded ``uniform_noise`` op, a program input drawn from ``tg.manual_seed``'s
+generator on every call, as dropout's masks.
 
 >>> import tracegrad as tg
 >>> import tracegrad.nn.functional as F
@@ -51,6 +52,17 @@ def _intervals(u, n_in, n_out, k):
     # (int) truncation in PyTorch; the products are never negative, so it is floor
     starts = T.sub(T.floor(T.mul(T.add(steps, u), alpha)), T.floor(T.mul(u, alpha)))
     return T.cat([T.cast(starts, _dt.int64), last], -1)
+
+
+def _selected(values):
+    """Which element of each window (last dim) PyTorch's scan keeps: it replaces its pick when
+    ``value > best or isnan(value)``, so the first maximum, or the last NaN where there is one."""
+    from ..composites import any as any_, isnan
+
+    first_max = T.argmax(values, -1, keepdim=True)
+    nan = isnan(values)
+    last_nan = T.sub(values.shape[-1] - 1, T.argmax(T.cast(T.flip(nan, -1), _dt.int64), -1, keepdim=True))
+    return T.where(any_(nan, -1, keepdim=True), last_nan, first_max)
 
 
 def _fractional_max(input, kernel_size, output_size, output_ratio, samples, k, name):
@@ -95,7 +107,7 @@ def _fractional_max(input, kernel_size, output_size, output_ratio, samples, k, n
     table = T.reshape(flat, (batch, channels, windows_n * window_len))
     values = I.GATHER(T.reshape(x, (batch, channels, int(np.prod(spatial)))), table, dim=2)
     values = T.reshape(values, (batch, channels, windows_n, window_len))
-    arg = T.argmax(values, -1, keepdim=True)  # the first maximum, as PyTorch's strict '>' scan
+    arg = _selected(values)
     out = T.reshape(I.GATHER(values, arg, dim=3), (batch, channels) + tuple(outs))
     idx = T.reshape(I.GATHER(T.reshape(table, (batch, channels, windows_n, window_len)), arg, dim=3),
                     (batch, channels) + tuple(outs))
