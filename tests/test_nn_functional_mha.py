@@ -86,6 +86,8 @@ def test_bad_arguments_are_named():
         _mha(tg, m, m(Q), m(K), m(V), m(W_IN), arrays={"attn_mask": np.zeros((L, L))})
     with pytest.raises(AssertionError, match="was expecting embedding dimension of 6"):
         _mha(tg, m, m(Q[..., :4]), m(K), m(V), m(W_IN))
+    with pytest.raises(AssertionError, match="only bool and floating types of key_padding_mask"):
+        _mha(tg, m, m(Q), m(K), m(V), m(W_IN), arrays={"key_padding_mask": PAD.astype(np.int64)})
     with pytest.raises(AssertionError, match="in_proj_weight is None"):
         _mha(tg, m, m(Q), m(K), m(V), None)
 

@@ -27,10 +27,12 @@ from .. import functional as T
 __all__ = ["multi_head_attention_forward"]
 
 
-def _additive(mask, dtype):
+def _additive(mask, dtype, name):
     """A mask as the float added to attention scores: bool True (masked out) is -inf."""
     if mask is None:
         return None
+    if mask.dtype is not _dt.bool_ and not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
     if mask.dtype is _dt.bool_:
         return T.where(mask, float("-inf"), T.cast(creation.zeros(()), dtype))
     return T.cast(mask, dtype)
@@ -124,8 +126,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     q, k, v = _project(query, key, value, use_separate_proj_weight, in_proj_weight, in_proj_bias,
                        q_proj_weight, k_proj_weight, v_proj_weight)
     NH = N * num_heads
-    mask = None if attn_mask is None else _check_attn_mask(_additive(attn_mask, q.dtype), L, k.shape[0], NH)
-    pad = _additive(key_padding_mask, q.dtype)
+    mask = None if attn_mask is None else _check_attn_mask(_additive(attn_mask, q.dtype, "attn_mask"), L, k.shape[0], NH)
+    pad = _additive(key_padding_mask, q.dtype, "key_padding_mask")
     if bias_k is not None and bias_v is not None:  # one more key and value, which every query may attend
         if static_k is not None or static_v is not None:
             raise AssertionError("bias cannot be added to static key or value.")
