@@ -115,3 +115,22 @@ def test_compiled_functional_matches_eager():
 
     args = [tg.tensor(a) for a in (Q, K, V)]
     assert_close(tg.compile(fn)(*args), fn(*args), "compiled")
+
+
+def test_attention_dropout_draws_from_the_generator_compiled_as_eagerly():
+    tg.manual_seed(0)
+    mha = tg.nn.MultiheadAttention(E, H, dropout=0.5)
+    x = tg.tensor(Q.astype(np.float32))
+
+    def attend(x):
+        return mha(x, x, x)[1].detach()
+
+    tg.manual_seed(4)
+    first, second = attend(x).numpy(), attend(x).numpy()
+    assert not np.allclose(first, second)
+    compiled = tg.compile(attend, backend="c", fullgraph=True)
+    tg.manual_seed(4)
+    np.testing.assert_allclose(compiled(x).numpy(), first, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(compiled(x).numpy(), second, rtol=1e-5, atol=1e-6)
+    mha.eval()
+    np.testing.assert_allclose(attend(x).numpy(), attend(x).numpy())
