@@ -37,6 +37,8 @@ from .lazy import (LAZY_MODULES, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm
                    LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear)
 from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .compat import Buffer, Container, DataParallel, NLLLoss2d, SyncBatchNorm
+from .cross_map_lrn import CrossMapLRN2d
+from .fractional import FractionalMaxPool2d, FractionalMaxPool3d
 from .module import Module
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
@@ -60,4 +62,5 @@ __all__ = ["attention", "functional", "init", "utils", "Module", "Parameter", "U
            "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
            "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
            "TransformerDecoder", "Transformer", *LAZY_MODULES, "Buffer", "Container", "DataParallel",
-           "NLLLoss2d", "SyncBatchNorm", "RNNBase", "RNNCellBase", "AdaptiveLogSoftmaxWithLoss"]
+           "NLLLoss2d", "SyncBatchNorm", "RNNBase", "RNNCellBase", "AdaptiveLogSoftmaxWithLoss",
+           "FractionalMaxPool2d", "FractionalMaxPool3d", "CrossMapLRN2d"]

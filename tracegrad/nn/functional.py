@@ -963,3 +963,18 @@ from .functional_conv_transpose import *  # noqa: E402,F401,F403  (conv_transpos
 from .functional_conv_transpose import __all__ as _conv_transpose  # noqa: E402
 
 __all__ += _conv_transpose
+
+from .functional_mha import *  # noqa: E402,F401,F403  (multi_head_attention_forward)
+from .functional_mha import __all__ as _mha  # noqa: E402
+
+__all__ += _mha
+
+from .functional_fractional import *  # noqa: E402,F401,F403  (fractional max pooling)
+from .functional_fractional import __all__ as _fractional  # noqa: E402
+
+__all__ += _fractional
+
+from .functional_conv_tbc import *  # noqa: E402,F401,F403  (conv_tbc)
+from .functional_conv_tbc import __all__ as _conv_tbc  # noqa: E402
+
+__all__ += _conv_tbc

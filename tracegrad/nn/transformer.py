@@ -14,10 +14,8 @@ rest.
 from __future__ import annotations
 
 import copy
-import math
 
 from .. import creation
-from .. import dtypes as _dt
 from .. import functional as T
 from . import functional as F
 from . import init
@@ -29,22 +27,6 @@ from .parameter import Parameter
 
 class NonDynamicallyQuantizableLinear(Linear):
     """A Linear under the name PyTorch gives MultiheadAttention's output projection."""
-
-
-def _additive(mask, dtype):
-    """A mask as the float added to attention scores: bool True (masked out) is -inf."""
-    if mask is None:
-        return None
-    if mask.dtype is _dt.bool_:
-        return T.where(mask, float("-inf"), T.cast(creation.zeros(()), dtype))
-    return T.cast(mask, dtype)
-
-
-def _append_zeros(t, dim):
-    """``t`` with one more position of zeros (False for a bool mask) at the end of ``dim``."""
-    shape = list(t.shape)
-    shape[dim] = 1
-    return T.cat([t, creation.zeros(*shape, dtype=t.dtype)], dim)
 
 
 class MultiheadAttention(Module):
@@ -98,62 +80,21 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
-        if is_causal and attn_mask is None:
-            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
-                               "Transformer module method `generate_square_subsequent_mask` to create "
-                               "this mask.")
-        unbatched = query.ndim == 2
-        if unbatched:
-            query, key, value = (T.unsqueeze(t, 1) for t in (query, key, value))
-            key_padding_mask = None if key_padding_mask is None else T.unsqueeze(key_padding_mask, 0)
-        elif self.batch_first:
+        # batch_first is the module's: the functional takes sequence-first inputs
+        batched = query.ndim == 3
+        if self.batch_first and batched:
             query, key, value = (T.transpose(t, 0, 1) for t in (query, key, value))
-        L, N, E = query.shape
-        H, hd = self.num_heads, self.head_dim
-        if E != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
-        if self._qkv_same_embed_dim:
-            w_q, w_k, w_v = T.chunk(self.in_proj_weight, 3)
-        else:
-            w_q, w_k, w_v = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        b_q, b_k, b_v = T.chunk(self.in_proj_bias, 3) if self.in_proj_bias is not None else (None,) * 3
-        q, k, v = F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
-        mask, pad = attn_mask, key_padding_mask
-        if self.bias_k is not None:  # one more key and value, which every query may attend
-            k = T.cat([k, T.expand(self.bias_k, (1, N, E))], 0)
-            v = T.cat([v, T.expand(self.bias_v, (1, N, E))], 0)
-            mask = None if mask is None else _append_zeros(mask, -1)
-            pad = None if pad is None else _append_zeros(pad, -1)
-
-        def heads(x):  # (n, N, E) -> (N * H, n, hd)
-            return T.transpose(T.reshape(x, (x.shape[0], N * H, hd)), 0, 1)
-
-        q, k, v = heads(q), heads(k), heads(v)
-        if self.add_zero_attn:  # and a key and value of zeros
-            k, v = _append_zeros(k, 1), _append_zeros(v, 1)
-            mask = None if mask is None else _append_zeros(mask, -1)
-            pad = None if pad is None else _append_zeros(pad, -1)
-        S = k.shape[1]
-        scores = T.matmul(T.mul(q, 1.0 / math.sqrt(hd)), T.transpose(k, 1, 2))  # (N * H, L, S)
-        mask = _additive(mask, scores.dtype)
-        if mask is not None:
-            scores = T.add(scores, mask if mask.ndim == 2 else T.reshape(mask, (N * H, L, S)))
-        pad = _additive(pad, scores.dtype)
-        if pad is not None:
-            pad = T.reshape(T.expand(T.reshape(pad, (N, 1, 1, S)), (N, H, 1, S)), (N * H, 1, S))
-            scores = T.add(scores, pad)
-        weights = F.softmax(scores, -1)
-        if self.dropout and self.training:
-            weights = F.dropout(weights, self.dropout)
-        out = T.reshape(T.transpose(T.matmul(weights, v), 0, 1), (L * N, E))
-        out = T.reshape(self.out_proj(out), (L, N, E))
-        out = T.squeeze(out, 1) if unbatched else (T.transpose(out, 0, 1) if self.batch_first else out)
-        if not need_weights:
-            return out, None
-        weights = T.reshape(weights, (N, H, L, S))
-        if average_attn_weights:
-            weights = T.mean(weights, 1)
-        return out, (T.squeeze(weights, 0) if unbatched else weights)
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+            self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight,
+            self.out_proj.bias, training=self.training, key_padding_mask=key_padding_mask,
+            need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=not self._qkv_same_embed_dim, q_proj_weight=self.q_proj_weight,
+            k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if self.batch_first and batched:
+            out = T.transpose(out, 0, 1)
+        return out, weights
 
 
 def _activation(activation):
