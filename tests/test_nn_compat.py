@@ -128,3 +128,39 @@ def test_sdpa_kernel_selects_and_restores_backends():
     with pytest.raises(AssertionError, match="instance of SDPBackend"):
         with sdpa_kernel(["math"]):
             pass
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(reduction="sum", label_smoothing=0.1), dict(reduction="none"),
+                                    dict(ignore_index=1), dict(weight=np.array([0.2, 1.0, 3.0]))], ids=str)
+@pytest.mark.parametrize("out_features", [(), (2,)])
+def test_linear_cross_entropy_equals_torchs(kwargs, out_features):
+    x = rng.standard_normal((5, 4))
+    w = rng.standard_normal((3, *out_features, 4))
+    b = rng.standard_normal((3, *out_features))
+    target = rng.integers(0, 3, (5, *out_features))
+    kw = dict(kwargs)
+    ours_kw = {k: (tg.tensor(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+    theirs_kw = {k: (torch.tensor(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+    compare_fn(lambda xx, ww, bb: tg.nn.functional.linear_cross_entropy(xx, ww, tg.tensor(target), linear_bias=bb,
+                                                                        **ours_kw),
+               lambda xx, ww, bb: torch.nn.functional.linear_cross_entropy(xx, ww, torch.tensor(target),
+                                                                           linear_bias=bb, **theirs_kw),
+               [x, w, b])
+
+
+def test_linear_cross_entropy_module_and_options():
+    ours = tg.nn.LinearCrossEntropyLoss(4, 3, out_features=(2,), bias=True)
+    theirs = torch.nn.LinearCrossEntropyLoss(4, 3, out_features=(2,), bias=True)
+    theirs.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in ours.state_dict().items()})
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    x, t = rng.standard_normal((5, 4)).astype(np.float32), rng.integers(0, 3, (5, 2))
+    np.testing.assert_allclose(ours(tg.tensor(x), tg.tensor(t)).item(), theirs(torch.tensor(x), torch.tensor(t)).item(),
+                               rtol=1e-5)
+    chunked = tg.nn.LinearCrossEntropyLoss(4, 3, options=tg.nn.LinearCrossEntropyOptions(batch_chunk_size=2))
+    plain = tg.nn.LinearCrossEntropyLoss(4, 3)
+    plain.load_state_dict(chunked.state_dict())
+    assert chunked(tg.tensor(x), tg.tensor(t[:, 0])).item() == plain(tg.tensor(x), tg.tensor(t[:, 0])).item()
+    with pytest.raises(ValueError, match="invalid acc_policy"):
+        tg.nn.LinearCrossEntropyOptions(acc_policy="fastest")
+    with pytest.raises(RuntimeError, match="expected linear_bias shape"):
+        tg.nn.functional.linear_cross_entropy(tg.ones(2, 4), tg.ones(3, 4), tg.tensor([0, 1]), linear_bias=tg.ones(2))

@@ -37,6 +37,7 @@ from .lazy import (LAZY_MODULES, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm
                    LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear)
 from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .compat import Buffer, Container, DataParallel, NLLLoss2d, SyncBatchNorm
+from .linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions
 from .cross_map_lrn import CrossMapLRN2d
 from .fractional import FractionalMaxPool2d, FractionalMaxPool3d
 from .module import Module
@@ -63,4 +64,5 @@ __all__ = ["attention", "functional", "init", "utils", "Module", "Parameter", "U
            "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
            "TransformerDecoder", "Transformer", *LAZY_MODULES, "Buffer", "Container", "DataParallel",
            "NLLLoss2d", "SyncBatchNorm", "RNNBase", "RNNCellBase", "AdaptiveLogSoftmaxWithLoss",
+           "LinearCrossEntropyLoss", "LinearCrossEntropyOptions",
            "FractionalMaxPool2d", "FractionalMaxPool3d", "CrossMapLRN2d"]

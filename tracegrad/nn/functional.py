@@ -978,3 +978,7 @@ from .functional_conv_tbc import *  # noqa: E402,F401,F403  (conv_tbc)
 from .functional_conv_tbc import __all__ as _conv_tbc  # noqa: E402
 
 __all__ += _conv_tbc
+
+from .linear_cross_entropy import linear_cross_entropy  # noqa: E402,F401  (PyTorch 2.13's)
+
+__all__ += ["linear_cross_entropy"]
