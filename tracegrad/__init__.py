@@ -37,6 +37,7 @@ from .numerics import *  # noqa: F401,F403
 from .settings import *  # noqa: F401,F403
 from ._repr import set_printoptions  # noqa: F401
 from .searching import *  # noqa: F401,F403
+from .strided import *  # noqa: F401,F403
 from . import linalg  # noqa: E402
 from .linalg import (cholesky, cholesky_inverse, cholesky_solve, det, inv as inverse, pinverse,  # noqa: F401,E402
                      slogdet, legacy_svd as svd)

@@ -22,6 +22,7 @@ from . import linalg as LA
 from . import math_extras as MX
 from . import numerics as NU
 from . import searching as SR
+from . import strided as ST
 from .creation import ones_like
 from .dtypes import bool_
 from .einsum import kron
@@ -38,6 +39,9 @@ def _inplace(fn):
 
 # ----------------------------------------------------------------------------- methods of functions
 Tensor.kron = lambda self, other: kron(self, other)
+Tensor.as_strided = lambda self, size, stride, storage_offset=None: ST.as_strided(self, size, stride, storage_offset)
+Tensor.as_strided_scatter = lambda self, src, size, stride, storage_offset=None: ST.as_strided_scatter(
+    self, src, size, stride, storage_offset)
 Tensor.renorm = lambda self, p, dim, maxnorm: NU.renorm(self, p, dim, maxnorm)
 Tensor.renorm_ = _inplace(NU.renorm)
 Tensor.frexp = lambda self: NU.frexp(self)
