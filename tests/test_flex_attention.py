@@ -205,3 +205,48 @@ def test_compiled_equals_eager():
     _close(compiled, eager)
     for g, e in zip(compiled_grads, eager_grads):
         _close(g, e, atol=1e-4)
+
+
+def test_block_mask_without_separate_full_blocks_matches_torch():
+    ours = FA.create_block_mask(_window, 2, None, 7, 9, BLOCK_SIZE=(2, 4), separate_full_blocks=False)
+    theirs = TFA.create_block_mask(_window, 2, None, 7, 9, device="cpu", BLOCK_SIZE=(2, 4),
+                                   separate_full_blocks=False)
+    assert ours.full_kv_num_blocks is None and theirs.full_kv_num_blocks is None
+    for name in ("kv_num_blocks", "kv_indices", "q_num_blocks", "q_indices"):
+        np.testing.assert_array_equal(np.asarray(getattr(ours, name)), getattr(theirs, name).numpy(), err_msg=name)
+    assert ours.sparsity() == pytest.approx(theirs.sparsity())
+
+
+def test_document_mask_on_shared_key_batch_and_max_scores():
+    doc_np = np.array([0, 0, 0, 1, 1, 2])
+    q, k, v = _qkv(B=3, L=6, S=6)
+    k, v = k[:1], v[:1]  # one key/value batch for every query batch
+    ours_doc, theirs_doc = tg.tensor(doc_np), torch.tensor(doc_np)
+    bm = FA.create_block_mask(lambda b, h, qi, ki: ours_doc[qi] == ours_doc[ki], 3, None, 6, 6, BLOCK_SIZE=2)
+    tbm = TFA.create_block_mask(lambda b, h, qi, ki: theirs_doc[qi] == theirs_doc[ki], 3, None, 6, 6,
+                                device="cpu", BLOCK_SIZE=2)
+    out, aux = FA.flex_attention(*(tg.tensor(a) for a in (q, k, v)), block_mask=bm,
+                                 return_aux=FA.AuxRequest(lse=True, max_scores=True))
+    tout = TFA.flex_attention(*(torch.tensor(a) for a in (q, k, v)), block_mask=tbm)
+    _close(out, tout)
+    # torch returns max_scores only on GPUs: compare with its definition, the row max of the kept scores
+    scores = np.einsum("bhle,bhse->bhls", q, np.broadcast_to(k, q.shape)) / np.sqrt(q.shape[-1])
+    kept = doc_np[:, None] == doc_np[None, :]
+    np.testing.assert_allclose(np.asarray(aux.max_scores), np.where(kept, scores, -np.inf).max(-1), rtol=1e-5)
+
+
+def test_block_mask_built_inside_a_compiled_function():
+    """create_block_mask inside tg.compile: the block lists are built while tracing; a mask
+    reading a traced input (document ids) keeps every block partial, and one program serves
+    every document layout, exactly."""
+    arrays = [tg.tensor(a) for a in _qkv(L=6, S=6)]
+
+    def step(q, k, v, doc):
+        causal_docs = FA.and_masks(_causal, lambda b, h, qi, ki: doc[qi] == doc[ki])
+        bm = FA.create_block_mask(causal_docs, None, None, 6, 6, BLOCK_SIZE=2)
+        return FA.flex_attention(q, k, v, block_mask=bm)
+
+    compiled = tg.compile(step, fullgraph=True)
+    for doc in ([0, 0, 1, 1, 1, 2], [0, 1, 1, 1, 1, 1]):
+        _close(compiled(*arrays, tg.tensor(doc)), step(*arrays, tg.tensor(doc)))
+    assert len(compiled.programs) == 1

@@ -149,7 +149,13 @@ def _ordered_to_dense(num_blocks, indices):
 
 
 def _np(t):
-    return None if t is None else np.asarray(t.detach() if hasattr(t, "detach") else t)
+    """The values of a block list. Read directly when concrete: in a compiled function the
+    block lists are metadata built while tracing (their values are part of the BlockMask, as
+    its shape is), not data to read at run time."""
+    if t is None:
+        return None
+    value = getattr(t, "_value", None)
+    return value if isinstance(value, np.ndarray) else np.asarray(t)
 
 
 def _tensor(a):
@@ -301,16 +307,50 @@ def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device=None, BLOCK_SIZE=_DE
         raise AssertionError(f"create-block_mask requires a mask_mod function! Got {mask_mod}")
     if not isinstance(dq_kv_order, bool):
         raise ValueError("dq_kv_order must be a bool when using create_block_mask")
+    from ...ir import trace
+
+    # the block lists are metadata (flex_attention evaluates mask_mod itself, in the trace), so
+    # inside a compiled function they are built once, eagerly, when it is traced; a mask_mod
+    # that reads a traced input (document ids passed to the compiled function) has no values
+    # yet, so all its blocks count as partial
+    unknown = trace.current_tracer() is not None and _reads_traced(mask_mod)
+    with trace.paused():
+        return _build_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device, BLOCK_SIZE, separate_full_blocks,
+                                 unknown)
+
+
+def _reads_traced(fn, depth=0):
+    """Whether ``fn`` captures (in its closure, defaults or the globals it names) a traced
+    tensor, looking into the functions it captures (``and_masks`` keeps its mods there)."""
+    tg = _tg()
+    if isinstance(fn, tg.Tensor):
+        return fn._is_traced
+    if isinstance(fn, (tuple, list)):
+        return any(_reads_traced(x, depth) for x in fn)
+    code = getattr(fn, "__code__", None)
+    if depth > 8 or code is None:
+        return False
+    captured = [c.cell_contents for c in (fn.__closure__ or ()) if c.cell_contents is not fn]
+    captured += list(fn.__defaults__ or ())
+    captured += [fn.__globals__[n] for n in code.co_names if n in getattr(fn, "__globals__", {})]
+    return any(_reads_traced(x, depth + 1) for x in captured
+               if isinstance(x, (tg.Tensor, tuple, list)) or callable(x) and hasattr(x, "__code__"))
+
+
+def _build_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device, BLOCK_SIZE, separate_full_blocks, unknown):
     bq, bkv = (BLOCK_SIZE, BLOCK_SIZE) if isinstance(BLOCK_SIZE, int) else tuple(BLOCK_SIZE)
-    mask = np.asarray(create_mask(mask_mod, B, H, Q_LEN, KV_LEN, device))
-    b, h = mask.shape[:2]
-    pad_q, pad_kv = -Q_LEN % bq, -KV_LEN % bkv
-    mask = np.pad(mask, ((0, 0), (0, 0), (0, pad_q), (0, pad_kv)))
-    counts = mask.reshape(b, h, mask.shape[2] // bq, bq, mask.shape[3] // bkv, bkv).sum((3, 5))
-    if separate_full_blocks:
-        partial, full = (counts > 0) & (counts < bq * bkv), counts == bq * bkv
+    b, h = B or 1, H or 1
+    rows, cols = -(-Q_LEN // bq), -(-KV_LEN // bkv)
+    if unknown:  # flex_attention applies mask_mod to each element anyway: results stay exact
+        partial, full = np.ones((b, h, rows, cols), bool), np.zeros((b, h, rows, cols), bool)
     else:
-        partial, full = counts > 0, None
+        mask = np.asarray(create_mask(mask_mod, B, H, Q_LEN, KV_LEN, device))
+        b, h = mask.shape[:2]
+        mask = np.pad(mask, ((0, 0), (0, 0), (0, rows * bq - Q_LEN), (0, cols * bkv - KV_LEN)))
+        counts = mask.reshape(b, h, rows, bq, cols, bkv).sum((3, 5))
+        partial, full = (counts > 0) & (counts < bq * bkv), counts == bq * bkv
+    if not separate_full_blocks:
+        partial, full = partial | full, None
     kv_nb, kv_ix = _dense_to_ordered(partial)
     full_nb, full_ix = _dense_to_ordered(full) if full is not None else (None, None)
     return BlockMask.from_kv_blocks(_tensor(kv_nb), _tensor(kv_ix), _tensor(full_nb), _tensor(full_ix),
