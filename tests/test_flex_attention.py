@@ -250,3 +250,20 @@ def test_block_mask_built_inside_a_compiled_function():
     for doc in ([0, 0, 1, 1, 1, 2], [0, 1, 1, 1, 1, 1]):
         _close(compiled(*arrays, tg.tensor(doc)), step(*arrays, tg.tensor(doc)))
     assert len(compiled.programs) == 1
+
+
+def test_sliced_block_mask_matches_torch():
+    def mod(b, h, q, kv):
+        return (q >= kv) & (h != 1) | (b == 0)
+
+    ours = FA.create_block_mask(mod, 2, 3, 8, 12, BLOCK_SIZE=4)
+    theirs = TFA.create_block_mask(mod, 2, 3, 8, 12, device="cpu", BLOCK_SIZE=4)
+    for index in (0, -1, (1, 2), (slice(0, 2), slice(1, 2))):
+        a, b = ours[index], theirs[index]
+        for name in ("kv_num_blocks", "kv_indices", "full_kv_indices", "q_num_blocks", "full_q_indices"):
+            np.testing.assert_array_equal(np.asarray(getattr(a, name)), getattr(b, name).numpy(), err_msg=name)
+        assert str(a) == str(b)
+    q = tg.randn(1, 3, 8, 4)
+    k = tg.randn(1, 3, 12, 4)
+    with pytest.raises(RuntimeError, match="Cannot use mask_mod from a sliced BlockMask"):
+        FA.flex_attention(q, k, k, block_mask=ours[0])

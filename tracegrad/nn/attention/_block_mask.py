@@ -47,6 +47,12 @@ def noop_mask(batch, head, token_q, token_kv):
     return _tg().ones((), dtype=_tg().bool)
 
 
+def _sliced_mask_mod_error(batch, head, token_q, token_kv):
+    """The mask_mod of a sliced BlockMask (PyTorch's): the slice no longer knows its offsets."""
+    raise RuntimeError("Cannot use mask_mod from a sliced BlockMask. When you slice a BlockMask using [], the "
+                       "mask_mod attribute is reset. You must set it from the original BlockMask's mask_mod.")
+
+
 def or_masks(*mask_mods):
     """A mask_mod that keeps a position where any of ``mask_mods`` does.
 
@@ -219,6 +225,28 @@ class BlockMask:
                    dq_write_order=dq_write_order, dq_write_order_full=dq_write_order_full,
                    dq_kv_order=dq_kv_order if not isinstance(dq_kv_order, bool) else None,
                    dq_kv_order_spt=dq_kv_order if isinstance(dq_kv_order, bool) else None)
+
+    def __getitem__(self, index):
+        """The BlockMask of some batches, heads (and query block rows): ints keep their
+        dimension, as PyTorch's. Its mask_mod must be set again from the original.
+
+        >>> bm = create_block_mask(lambda b, h, q, kv: q >= kv, 2, 3, 8, 8, BLOCK_SIZE=4)
+        >>> bm[0].kv_num_blocks.shape, bm[0, 1:].kv_indices.shape
+        (tracegrad.Size([1, 3, 2]), tracegrad.Size([1, 2, 2, 2]))
+        """
+        index = index if isinstance(index, tuple) else (index,)
+        padded = (*index, slice(None), slice(None), slice(None))[:3]
+        sizes = self.kv_num_blocks.shape[:3]
+        index = tuple((slice(i + n, i + n + 1) if -n <= i < 0 else slice(i, i + 1)) if isinstance(i, int)
+                      else (_np(i) if hasattr(i, "_value") else i) for i, n in zip(padded, sizes))
+
+        def pick(t):
+            return None if t is None else _tensor(_np(t)[index])
+
+        return BlockMask.from_kv_blocks(pick(self.kv_num_blocks), pick(self.kv_indices), pick(self.full_kv_num_blocks),
+                                        pick(self.full_kv_indices), BLOCK_SIZE=self.BLOCK_SIZE,
+                                        mask_mod=_sliced_mask_mod_error, seq_lengths=self.seq_lengths,
+                                        compute_q_blocks=self.q_indices is not None)
 
     @property
     def shape(self):

@@ -21,8 +21,8 @@ import math
 import warnings
 from typing import NamedTuple
 
-from ._block_mask import (BlockMask, _as_full, _index_grids, and_masks, create_block_mask, create_mask,
-                          noop_mask, or_masks)
+from ._block_mask import (BlockMask, _as_full, _index_grids, _sliced_mask_mod_error, and_masks, create_block_mask,
+                          create_mask, noop_mask, or_masks)
 
 __all__ = ["BlockMask", "flex_attention", "AuxOutput", "AuxRequest", "FlexKernelOptions", "create_block_mask",
            "create_mask", "or_masks", "and_masks", "noop_mask"]
@@ -74,6 +74,8 @@ def _check(query, key, value, block_mask, enable_gqa, return_lse, return_aux):
                              f"B_block_mask={block_mask.kv_num_blocks.shape[0]}.")
         if bkv != 1:
             raise RuntimeError(f"Bq and Bkv must broadcast. Got Bq={bq} and Bkv={bkv}")
+    if getattr(block_mask, "mask_mod", None) is _sliced_mask_mod_error:
+        raise RuntimeError("Cannot use mask_mod from a sliced BlockMask")
     if block_mask is not None and block_mask.BLOCK_SIZE != (_LARGE_SPARSE_BLOCK_SIZE,) * 2:
         q_len, kv_len = block_mask.shape[-2:]
         lq, lkv = query.shape[-2], key.shape[-2]
@@ -105,7 +107,9 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
     kv_idx)`` are called once with int64 index tensors shaped ``(B,1,1,1)``, ``(1,H,1,1)``,
     ``(1,1,L,1)``, ``(1,1,1,S)`` (where PyTorch vmaps them over scalars: same values, and
     indexing a captured tensor with them gathers as there); positions the mask drops get
-    -inf. ``scale`` defaults to ``1/sqrt(E)``; ``enable_gqa`` shares each key/value head among
+    -inf. The block lists of ``block_mask`` do not mask (PyTorch's eager implementation
+    ignores them too); its ``mask_mod`` does, evaluated over the query's batch and heads.
+    ``scale`` defaults to ``1/sqrt(E)``; ``enable_gqa`` shares each key/value head among
     ``H / Hkv`` query heads. ``return_lse`` (deprecated, as in PyTorch) or
     ``return_aux=AuxRequest(lse=True, max_scores=True)`` also give the per-row logsumexp
     (natural log) and maximum of the modified scores. ``kernel_options`` is accepted and
