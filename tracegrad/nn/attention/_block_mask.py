@@ -315,7 +315,8 @@ class BlockMask:
         def shape(t):
             return None if t is None else t.shape
 
-        return (f"BlockMask(\n    kv_num_blocks={shape(self.kv_num_blocks)},\n    kv_indices={shape(self.kv_indices)},\n"
+        return (f"BlockMask(\n    kv_num_blocks={shape(self.kv_num_blocks)},\n"
+                f"    kv_indices={shape(self.kv_indices)},\n"
                 f"    full_kv_num_blocks={shape(self.full_kv_num_blocks)},\n"
                 f"    full_kv_indices={shape(self.full_kv_indices)},\n    q_num_blocks={shape(self.q_num_blocks)},\n"
                 f"    q_indices={shape(self.q_indices)},\n    full_q_num_blocks={shape(self.full_q_num_blocks)},\n"
