@@ -9,6 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.func  # noqa: E402
 import torch.nn.attention  # noqa: E402
+import torch.nn.attention.flex_attention  # noqa: E402
 import torch.nn.utils.fusion  # noqa: E402
 import torch.nn.utils.prune  # noqa: E402
 import torch.optim.swa_utils  # noqa: E402
@@ -26,7 +27,8 @@ NAMESPACES = [("nn", torch.nn, tg.nn), ("nn.functional", torch.nn.functional, tg
               ("optim.swa_utils", torch.optim.swa_utils, tg.optim.swa_utils),
               ("nn.utils.prune", torch.nn.utils.prune, tg.nn.utils.prune),
               ("nn.utils.fusion", torch.nn.utils.fusion, tg.nn.utils.fusion),
-              ("nn.attention", torch.nn.attention, tg.nn.attention), ("testing", torch.testing, tg.testing)]
+              ("nn.attention", torch.nn.attention, tg.nn.attention), ("testing", torch.testing, tg.testing),
+              ("nn.attention.flex_attention", torch.nn.attention.flex_attention, tg.nn.attention.flex_attention)]
 
 
 # where the contract (../shared/API.md) fixes another signature: the name, and why

@@ -2,7 +2,8 @@
 ``sdpa_kernel`` context manager that code uses to pick a backend of
 ``F.scaled_dot_product_attention``. tracegrad has one implementation of attention (composed of
 its ops, so it differentiates and compiles); every backend names it, and the choice is kept
-for code that reads it back.
+for code that reads it back. The ``flex_attention`` submodule holds PyTorch's
+``flex_attention``, ``BlockMask`` and ``create_block_mask``.
 
 >>> import tracegrad as tg
 >>> from tracegrad.nn.attention import SDPBackend, sdpa_kernel
@@ -61,3 +62,7 @@ def sdpa_kernel(backends, set_priority=False):
         yield
     finally:
         _chosen.backends = previous
+
+
+# the submodule, as torch.nn.attention.flex_attention (imported so the attribute exists)
+from . import flex_attention  # noqa: E402, F401
