@@ -1,6 +1,8 @@
 """The torch.Tensor methods bound in tracegrad/_methods_extra.py and the eager-only functions of
 numerics.py (angle, gcd, lcm, nextafter, histogram): values, gradients and in-place effects
 against PyTorch."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -152,3 +154,39 @@ def test_angle_gcd_lcm_nextafter_histogram():
     edges = np.array([-3.0, -1.0, 0.0, 2.0])
     got = to_tg(data).histogram(to_tg(edges))
     assert_close(got[0], torch.histogram(to_torch(data), to_torch(edges))[0], "hist with edges")
+
+
+@pytest.mark.parametrize("shape, size, fill", [((2, 3), 4, -1), ((2, 3), 2, 7), ((5,), 6, -1), ((), 2, -1),
+                                               ((0, 2), 3, -1)])
+def test_nonzero_static_equals_torchs_and_compiles(shape, size, fill):
+    x = (np.random.default_rng(3).random(shape) > 0.5).astype(np.float32) if shape else np.float32(1.0)
+    want = torch.nonzero_static(torch.tensor(x), size=size, fill_value=fill)
+    got = tg.nonzero_static(tg.tensor(x), size=size, fill_value=fill)
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    compiled = tg.compile(lambda t: t.nonzero_static(size=size, fill_value=fill), fullgraph=True)
+    np.testing.assert_array_equal(compiled(tg.tensor(x)).numpy(), want.numpy())
+
+
+def test_deprecated_lu_and_triangular_solve_and_i0():
+    a = np.tril(np.random.default_rng(4).standard_normal((3, 3))) + 3 * np.eye(3)
+    b = np.random.default_rng(5).standard_normal((3, 2))
+    for upper, transpose, unit in [(False, False, False), (False, True, False), (False, False, True)]:
+        with pytest.warns(UserWarning, match="deprecated"):
+            got = tg.triangular_solve(tg.tensor(b), tg.tensor(a), upper=upper, transpose=transpose,
+                                      unitriangular=unit)
+        with warnings.catch_warnings():  # (torch warns once per process)
+            warnings.simplefilter("ignore")
+            want = torch.triangular_solve(torch.tensor(b), torch.tensor(a), upper=upper, transpose=transpose,
+                                          unitriangular=unit)
+        np.testing.assert_allclose(got.solution.numpy(), want.solution.numpy(), rtol=1e-12)
+        np.testing.assert_array_equal(got.cloned_coefficient.numpy(), want.cloned_coefficient.numpy())
+    m = np.random.default_rng(6).standard_normal((3, 3))
+    with pytest.warns(UserWarning, match="torch.lu is deprecated"):
+        lu, piv, info = tg.tensor(m).lu(get_infos=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t_lu, t_piv, t_info = torch.tensor(m).lu(get_infos=True)
+    np.testing.assert_allclose(lu.numpy(), t_lu.numpy(), rtol=1e-12)
+    np.testing.assert_array_equal(piv.numpy(), t_piv.numpy())
+    assert_close(tg.i0(to_tg(X)), torch.i0(to_torch(X)), "i0")

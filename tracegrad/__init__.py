@@ -38,6 +38,7 @@ from .settings import *  # noqa: F401,F403
 from ._repr import set_printoptions  # noqa: F401
 from .searching import *  # noqa: F401,F403
 from .strided import *  # noqa: F401,F403
+from .linalg_legacy import lu, triangular_solve  # noqa: F401
 from . import linalg  # noqa: E402
 from .linalg import (cholesky, cholesky_inverse, cholesky_solve, det, inv as inverse, pinverse,  # noqa: F401,E402
                      slogdet, legacy_svd as svd)
@@ -58,6 +59,7 @@ from . import func  # noqa: E402  (tg.func: function transforms, as torch.func)
 from . import distributions  # noqa: E402
 from . import special  # noqa: E402  (tg.special, as torch.special)
 from . import testing  # noqa: E402  (tg.testing, as torch.testing)
+from .special import i0  # noqa: E402,F401  (torch.i0: an alias of special.i0)
 from . import _methods_extra  # noqa: E402,F401  (binds more Tensor methods)
 from .nn.functional import log_softmax, softmax  # tg.softmax(x, dim), as torch.softmax
 from .checkpoint import load, load_checkpoint, save, save_checkpoint

@@ -39,6 +39,12 @@ def _inplace(fn):
 
 # ----------------------------------------------------------------------------- methods of functions
 Tensor.kron = lambda self, other: kron(self, other)
+Tensor.nonzero_static = lambda self, *, size, fill_value=-1: SR.nonzero_static(self, size=size, fill_value=fill_value)
+Tensor.lu = lambda self, pivot=True, get_infos=False: _legacy().lu(self, pivot, get_infos)
+Tensor.triangular_solve = lambda self, A, upper=True, transpose=False, unitriangular=False: \
+    _legacy().triangular_solve(self, A, upper, transpose, unitriangular)
+Tensor.i0 = lambda self: _special().i0(self)
+Tensor.i0_ = _inplace(lambda self: _special().i0(self))
 Tensor.as_strided = lambda self, size, stride, storage_offset=None: ST.as_strided(self, size, stride, storage_offset)
 Tensor.as_strided_scatter = lambda self, src, size, stride, storage_offset=None: ST.as_strided_scatter(
     self, src, size, stride, storage_offset)
@@ -64,6 +70,18 @@ for _alias, _name in [("greater_", "gt_"), ("greater_equal_", "ge_"), ("less_", 
     setattr(Tensor, _alias, getattr(Tensor, _name))
 for _name in ["addmm", "addbmm", "addmv", "addr", "baddbmm"]:
     setattr(Tensor, _name + "_", _inplace(getattr(MX, _name)))
+
+
+def _legacy():
+    from . import linalg_legacy
+
+    return linalg_legacy
+
+
+def _special():
+    from . import special
+
+    return special
 
 
 def _prelu(x, weight):

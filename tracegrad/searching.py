@@ -27,7 +27,7 @@ from .creation import tensor
 from .ir import trace
 from .tensor import Tensor
 
-__all__ = ["searchsorted", "bucketize", "isin", "msort", "mode"]
+__all__ = ["searchsorted", "bucketize", "isin", "msort", "mode", "nonzero_static"]
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, out=None, sorter=None):
@@ -122,3 +122,30 @@ def mode(input, dim=-1, keepdim=False):
     if not keepdim:
         values, index = values.squeeze(d), index.squeeze(d)
     return F.values_indices(values, index)
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """The indices of the nonzero elements as ``nonzero`` gives them, but always ``size`` rows:
+    the first ``size`` of them, then rows of ``fill_value``. Its shape does not depend on the
+    data, so it traces and compiles (each element's row is its rank among the nonzeros, by a
+    cumulative sum, and the indices are scattered there; the rows past ``size`` land in a
+    spare row that is dropped)."""
+    from .creation import arange, full
+
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, got {size}")
+    ndim = input.ndim
+    n = input.numel()
+    nonzero = F.reshape(input != 0, (n,))
+    rank = F.cumsum(nonzero.to(_dt.int64), 0) - 1
+    row = F.where(nonzero & (rank < size), rank, size)  # (size: the spare row)
+    flat = arange(n, dtype=_dt.int64)
+    coords, rest = [], flat
+    for d in reversed(range(ndim)):
+        coords.append(rest % input.shape[d] if input.shape[d] else rest)
+        rest = rest // max(input.shape[d], 1)
+    values = F.stack(coords[::-1], 1) if ndim else full((n, 0), 0, dtype=_dt.int64)
+    out = full((size + 1, ndim), fill_value, dtype=_dt.int64)
+    if n and ndim:
+        out = out.scatter(0, row.unsqueeze(1).expand(n, ndim), values)
+    return out[:size]
