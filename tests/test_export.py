@@ -367,6 +367,8 @@ def test_errors():
         tg.export(lambda x: x * 2, tg.ones(3), name="s", split=True)
     with pytest.raises(ValueError, match="C identifier"):
         tg.export(lambda x: x * 2, tg.ones(3))
+    with pytest.raises(ValueError, match="hides the C library's <features.h>"):
+        tg.export(lambda x: x * 2, tg.ones(3), name="features")  # glibc's <stdio.h> includes it
 
 
 def test_cli_export(tmp_path):
@@ -727,3 +729,31 @@ def test_every_op_with_a_c_lowering_runs_in_an_exported_library(part, dtype, tmp
         needed = sorted(line.split()[-1] for line in dyn.splitlines() if line.strip().startswith("NEEDED"))
         # libc, libm, and the dynamic loader (its __tls_get_addr: the error buffer is thread-local)
         assert all(re.match(r"(lib[cm]|ld-linux[\w-]*|ld64)\.so", n) for n in needed), needed
+
+
+def test_cli_export_builds_special_functions_and_factorizations(tmp_path):
+    """`python -m tracegrad export ... --build` on a function of Bessel functions, zeta and
+    slogdet with its gradient: the library builds, and its example program prints eager's values."""
+    from tracegrad import cli
+
+    src = tmp_path / "fns.py"
+    src.write_text(
+        "import tracegrad as tg\n\n"
+        "def special_features(x, A):\n"
+        "    y = tg.special.bessel_j0(x) + tg.special.modified_bessel_k1(x.abs() + 0.1) + tg.special.zeta(x + 1.5, x + 0.5)\n"
+        "    sign, logdet = tg.linalg.slogdet(A + 3 * tg.eye(3, dtype=A.dtype))\n"
+        "    return y, logdet, tg.autograd.grad(y.sum() + logdet, A)[0]\n")
+    out = tmp_path / "lib"
+    assert cli.export([f"{src}:special_features", "--arg", "x=f64[4,5]", "--arg", "A=f64[3,3]:grad", "-o", str(out),
+                       "--build"]) == 0
+    exe = str(out / "example")
+    subprocess.run([CC, "-o", exe, str(out / "example.c"), "-I", str(out), str(out / "libspecial_features.a"), "-lm"],
+                   check=True, capture_output=True, text=True)
+    printed = subprocess.run([exe], check=True, capture_output=True, text=True).stdout.split()
+    # example.c fills input i with 0.01 * (i % 17) and prints element 0 of each output
+    x = tg.tensor(0.01 * (np.arange(20) % 17).reshape(4, 5))
+    A = tg.tensor(0.01 * (np.arange(9) % 17).reshape(3, 3), requires_grad=True)
+    ns = {}
+    exec(src.read_text(), ns)
+    want = [r.detach().numpy().reshape(-1)[0] for r in ns["special_features"](x, A)]
+    np.testing.assert_allclose([float(v) for v in printed[2::3]], want, rtol=1e-5)
