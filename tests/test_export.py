@@ -647,15 +647,16 @@ def _op_step(op, attrs, diff):
 
 
 def _ops_library(group, dtype):
-    """One function applying every op of ``group`` to its first sample (and its gradients),
-    its example tensors, and a list filled by an eager call with (op name, number of results)."""
+    """One function applying every (op, sample number) of ``group`` to that sample (and its
+    gradients), its example tensors, and a list filled by an eager call with (what, number of
+    results)."""
     from tracegrad.ops import samples
 
     steps, tensors = [], []
-    for op in group:
-        arrays, attrs = samples.cases(op, dtype)[0]
+    for op, k in group:
+        arrays, attrs = samples.cases(op, dtype)[k]
         diff = samples.differentiable_positions(op, arrays) if op.differentiable else []
-        steps.append((op.name, _op_step(op, attrs, diff), len(arrays)))
+        steps.append((f"{op.name} sample {k}", _op_step(op, attrs, diff), len(arrays)))
         tensors += [tg.tensor(a.copy(), requires_grad=i in diff) for i, a in enumerate(arrays)]
     layout = []
 
@@ -701,13 +702,16 @@ def _call_shared_library(ep, path, arrays):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
 @pytest.mark.parametrize("part", range(N_OP_LIBRARIES))
 def test_every_op_with_a_c_lowering_runs_in_an_exported_library(part, dtype, tmp_path):
-    """Every registry op the C backend lowers, on its first sample, with its gradients (through
+    """Every registry op the C backend lowers, on each of its samples, with its gradients (through
     tg.autograd.grad in the exported function), in a library built by the generated Makefile
     with a plain C compiler: run by the C driver (static library) and through ctypes (shared
     library), the results are eager's; two threads calling at once get the same results; the
     float64 libraries run clean under AddressSanitizer and UBSan. The sources also build as strict
     ISO C11, and the shared library needs nothing beyond libc and libm (no BLAS, no OpenMP runtime)."""
-    group = _lowered_ops()[part::N_OP_LIBRARIES]
+    from tracegrad.ops import samples
+
+    cases = [(op, k) for op in _lowered_ops() for k in range(len(samples.cases(op)))]
+    group = cases[part::N_OP_LIBRARIES]
     fn, tensors, layout = _ops_library(group, dtype)
     ep = tg.export(fn, *tensors, name=f"ops{part}")
     exe = build(ep, tmp_path)
