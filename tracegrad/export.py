@@ -36,6 +36,14 @@ _ENUM = {"f32": ("TG_FLOAT32", "float32"), "f64": ("TG_FLOAT64", "float64"),
          "i64": ("TG_INT64", "int64"), "i32": ("TG_INT32", "int32"), "b8": ("TG_BOOL", "bool")}
 
 
+# headers of ISO C and of the C libraries' own includes (glibc's <stdio.h> includes <features.h>):
+# a library named after one writes <name>.h, and -I <its directory> would hide the system's
+_SYSTEM_HEADERS = frozenset(
+    "assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp signal stdalign "
+    "stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn string tgmath threads time uchar "
+    "wchar wctype features alloca endian malloc pthread sched unistd".split())
+
+
 class TensorSpec:
     """One input or output of an exported function: ``name``, ``shape``, ``dtype`` (tracegrad
     DType), ``role`` ("argument", "lifted", "result", "updated") and its position."""
@@ -121,6 +129,9 @@ def export(fn, *example_args, backend="c", name=None, dynamic=False, split=False
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name.startswith("tg_"):
         raise ValueError(f"tg.export: name {name!r} is not a usable C identifier (letters, digits, _; "
                          "not starting with tg_); pass name=...")
+    if name.lower() in _SYSTEM_HEADERS:
+        raise ValueError(f"tg.export: name {name!r} would write {name}.h, which hides the C library's "
+                         f"<{name.lower()}.h> from programs compiled with -I <library directory>; pass name=...")
     if dynamic:  # the leading size of the batch arguments is a runtime value (export_dynamic.py)
         from .export_dynamic import export_dynamic
 
