@@ -15,19 +15,32 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import sys
 import threading
 import warnings
 
 import numpy as np
 
 from ..ir import trace
-from . import forward_ad, grad_mode
+from . import anomaly, forward_ad, grad_mode, graph, profiler
 from .graph import AccumulateGrad, GradientEdge, gradient_edge
+
+# Bound by _bind at the end of package import (tracegrad/__init__.py): importing them here
+# would be a cycle (tensor.py imports this package), and an import statement inside the
+# engine's per-node functions cost about a microsecond per call.
+Tensor = creation = None
+
+
+def _bind():
+    global Tensor, creation
+    from .. import creation as _creation
+    from ..tensor import Tensor as _Tensor
+
+    Tensor, creation = _Tensor, _creation
+    graph._engine = sys.modules[__name__]  # AccumulateGrad.apply's engine (the same cycle)
 
 
 def _as_tuple(x):
-    from ..tensor import Tensor
-
     if x is None:
         return None
     if isinstance(x, (Tensor, GradientEdge)):
@@ -38,9 +51,6 @@ def _as_tuple(x):
 def _root_grads(outputs, grad_outputs):
     """One starting gradient per output (PyTorch's ``_make_grads``): implicit ones for scalar
     outputs that require grad, given gradients checked against the outputs."""
-    from .. import creation
-    from ..tensor import Tensor
-
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     if len(grad_outputs) != len(outputs):
@@ -149,8 +159,6 @@ def _pre_hooks(node, grads):
 
 
 def _run_node(node, grads):
-    from . import anomaly, profiler
-
     try:
         in_grads = node.apply(grads) if not profiler._active else profiler.run_node(node, grads)
     except Exception as exc:
@@ -449,8 +457,6 @@ def _plain_eager():
 def _fresh_grad_like(var, g):
     """A copy of ``g`` laid out like ``var`` (PyTorch's layout rule 1: the gradient of a dense
     parameter gets the parameter's strides)."""
-    from ..tensor import Tensor
-
     value = np.empty_like(var._value, dtype=g._value.dtype)
     np.copyto(value, g._value)
     return Tensor._make(value, g.dtype)
