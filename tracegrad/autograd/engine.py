@@ -93,13 +93,15 @@ def _root_grads(outputs, grad_outputs):
 def _topological_order(roots):
     """Every node reachable from ``roots``, each after all nodes that feed it a gradient, and
     the number of edges pointing at each node."""
+    # (node._next_functions: the next_functions property's field, read without the property
+    # call, here and in _propagate, which run once per node of every backward)
     deps, seen, stack = {}, set(), list(roots)
     while stack:
         node = stack.pop()
         if node in seen:
             continue
         seen.add(node)
-        for nxt, _ in node.next_functions:
+        for nxt, _ in node._next_functions:
             if nxt is not None:
                 deps[nxt] = deps.get(nxt, 0) + 1
                 stack.append(nxt)
@@ -109,7 +111,7 @@ def _topological_order(roots):
     while ready:
         node = ready.pop()
         order.append(node)
-        for nxt, _ in node.next_functions:
+        for nxt, _ in node._next_functions:
             if nxt is not None:
                 remaining[nxt] -= 1
                 if remaining[nxt] == 0:
@@ -263,7 +265,7 @@ def _capture_edges(inputs, accumulate):
 def _propagate(node, in_grads, buffers, deps, ready):
     """Add ``node``'s input gradients into its successors' buffers; queue those now complete
     (the most recently created node first, as PyTorch does)."""
-    for i, (nxt, nr) in enumerate(node.next_functions):
+    for i, (nxt, nr) in enumerate(node._next_functions):
         if nxt is None:
             continue
         g = in_grads[i] if i < len(in_grads) else None
