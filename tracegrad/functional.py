@@ -537,14 +537,15 @@ def squeeze(x, dim=None):
 
 
 def permute(x, *dims):
-    dims = tuple(wrap_dim(d, x.ndim) for d in _size_args(dims))
-    if len(dims) != x.ndim:
+    ndim = x.ndim
+    dims = tuple([wrap_dim(d, ndim) for d in _size_args(dims)])
+    if len(dims) != ndim:
         raise RuntimeError(
             f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
-            f"length of the desired ordering of dimensions i.e. input.dim() = {x.ndim} is not "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {ndim} is not "
             f"equal to len(dims) = {len(dims)}"
         )
-    if dims == tuple(range(x.ndim)):
+    if dims == tuple(range(ndim)):
         return _alias(x)
     out = M.PERMUTE(x, dims=dims)
     inv = M._inverse(dims)
@@ -552,10 +553,11 @@ def permute(x, *dims):
 
 
 def transpose(x, dim0, dim1):
-    if x.ndim == 0:
+    ndim = x.ndim
+    if ndim == 0:
         return _alias(x)
-    dims = list(range(x.ndim))
-    a, b = wrap_dim(dim0, x.ndim), wrap_dim(dim1, x.ndim)
+    dims = list(range(ndim))
+    a, b = wrap_dim(dim0, ndim), wrap_dim(dim1, ndim)
     dims[a], dims[b] = dims[b], dims[a]
     return permute(x, dims)
 
