@@ -146,17 +146,21 @@ def _pre_hooks(node, grads):
                     new = hook(grads[nr])
                     if new is not None:
                         grads[nr] = new
-        for nr, ref in list(node._retain_grad_tensors.items()):
-            t = ref()
-            g = grads[nr] if nr < len(grads) else None
-            # a tensor modified in place since retain_grad() retains at its new grad_fn
-            if t is None or g is None or t._grad_fn is not node or t._output_nr != nr:
-                continue
-            t._grad = g.clone() if t._grad is None else t._grad + g
-    for hook in list(node._prehooks.values()):
-        new = hook(tuple(grads))
-        if new is not None:
-            grads = list(new)
+        # (the tables below are tested before they are copied and walked: an empty one, the
+        # usual case, runs nothing either way)
+        if node._retain_grad_tensors:
+            for nr, ref in list(node._retain_grad_tensors.items()):
+                t = ref()
+                g = grads[nr] if nr < len(grads) else None
+                # a tensor modified in place since retain_grad() retains at its new grad_fn
+                if t is None or g is None or t._grad_fn is not node or t._output_nr != nr:
+                    continue
+                t._grad = g.clone() if t._grad is None else t._grad + g
+    if node._prehooks:
+        for hook in list(node._prehooks.values()):
+            new = hook(tuple(grads))
+            if new is not None:
+                grads = list(new)
     return grads
 
 
@@ -166,11 +170,13 @@ def _run_node(node, grads):
     except Exception as exc:
         anomaly.report_backward_failure(node, exc)
         raise
-    anomaly.check_nan(node, in_grads)
-    for hook in list(node._hooks.values()):
-        new = hook(tuple(in_grads), tuple(grads))
-        if new is not None:
-            in_grads = list(new)
+    if anomaly._enabled:  # (check_nan does nothing otherwise)
+        anomaly.check_nan(node, in_grads)
+    if node._hooks:  # (none registered, the usual case: nothing to copy and walk)
+        for hook in list(node._hooks.values()):
+            new = hook(tuple(in_grads), tuple(grads))
+            if new is not None:
+                in_grads = list(new)
     return in_grads
 
 
