@@ -17,6 +17,9 @@ from . import _methods  # noqa: F401  (binds methods onto Tensor)
 from .ops import registry as _registry
 
 _registry._bind()
+from .autograd import engine as _engine  # noqa: E402
+
+_engine._bind()
 from .creation import (arange, as_tensor, bernoulli, empty, empty_like, eye, from_dlpack, from_numpy,
                        full, full_like, linspace, manual_seed, multinomial, normal, ones, ones_like,
                        poisson, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,

@@ -452,20 +452,21 @@ def logsumexp(x, dim=None, keepdim=False):
 # ----------------------------------------------------------------------------- shapes
 def _size_args(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+        shape = shape[0]
+    return tuple(map(int, shape))
 
 
 def _infer_minus_one(shape, total):
+    if -1 not in shape:  # (the usual case: nothing to infer)
+        return tuple(shape)
     shape = list(shape)
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
-    if -1 in shape:
-        i = shape.index(-1)
-        known = numel([s for s in shape if s != -1])
-        if known == 0 or total % known:
-            raise RuntimeError(f"shape '{shape}' is invalid for input of size {total}")
-        shape[i] = total // known
+    i = shape.index(-1)
+    known = numel(shape[:i] + shape[i + 1:])  # (the only -1 left out)
+    if known == 0 or total % known:
+        raise RuntimeError(f"shape '{shape}' is invalid for input of size {total}")
+    shape[i] = total // known
     return tuple(shape)
 
 
@@ -474,10 +475,10 @@ def _view_of(out, src, view_fn, inv_fn):
 
 
 def reshape(x, *shape):
-    shape = _infer_minus_one(_size_args(shape), x.numel())
-    if tuple(x.shape) == shape:
-        return _alias(x)
     old = tuple(x.shape)
+    shape = _infer_minus_one(_size_args(shape), numel(old))
+    if old == shape:
+        return _alias(x)
     out = M.RESHAPE(x, shape=shape)
     if x._is_traced or np.may_share_memory(out._value, x._value):  # (exact for a reshape)
         _view_of(out, x, lambda b: reshape(b, shape), lambda r: reshape(r, old))
@@ -536,14 +537,15 @@ def squeeze(x, dim=None):
 
 
 def permute(x, *dims):
-    dims = tuple(wrap_dim(d, x.ndim) for d in _size_args(dims))
-    if len(dims) != x.ndim:
+    ndim = x.ndim
+    dims = tuple([wrap_dim(d, ndim) for d in _size_args(dims)])
+    if len(dims) != ndim:
         raise RuntimeError(
             f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
-            f"length of the desired ordering of dimensions i.e. input.dim() = {x.ndim} is not "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {ndim} is not "
             f"equal to len(dims) = {len(dims)}"
         )
-    if dims == tuple(range(x.ndim)):
+    if dims == tuple(range(ndim)):
         return _alias(x)
     out = M.PERMUTE(x, dims=dims)
     inv = M._inverse(dims)
@@ -551,10 +553,11 @@ def permute(x, *dims):
 
 
 def transpose(x, dim0, dim1):
-    if x.ndim == 0:
+    ndim = x.ndim
+    if ndim == 0:
         return _alias(x)
-    dims = list(range(x.ndim))
-    a, b = wrap_dim(dim0, x.ndim), wrap_dim(dim1, x.ndim)
+    dims = list(range(ndim))
+    a, b = wrap_dim(dim0, ndim), wrap_dim(dim1, ndim)
     dims[a], dims[b] = dims[b], dims[a]
     return permute(x, dims)
 

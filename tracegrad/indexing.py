@@ -47,10 +47,14 @@ def slice_dim(x, dim, start, stop, step):
 
 
 def _expand_ellipsis(index, ndim):
-    n_ell = sum(1 for ix in index if ix is Ellipsis)
+    n_ell = consumed = 0
+    for ix in index:
+        if ix is Ellipsis:
+            n_ell += 1
+        elif ix is not None:
+            consumed += 1
     if n_ell > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    consumed = sum(1 for ix in index if ix is not None and ix is not Ellipsis)
     if consumed > ndim:
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
     if n_ell:
@@ -65,12 +69,13 @@ def basic_getitem(x, index):
     """Ints, slices, None and Ellipsis: a slice primitive then a reshape; always a view."""
 
     index = _expand_ellipsis(_normalize_index(index), x.ndim)
+    x_shape = tuple(x.shape)
     spec, out_shape, dim = [], [], 0
     for ix in index:
         if ix is None:
             out_shape.append(1)
             continue
-        size = x.shape[dim]
+        size = x_shape[dim]
         if isinstance(ix, slice):
             if ix.step is not None and ix.step <= 0:
                 raise ValueError("step must be greater than zero")
@@ -88,20 +93,26 @@ def basic_getitem(x, index):
             spec.append((i, i + 1, 1))
         dim += 1
     spec = tuple(spec)
-    full = all(s == (0, n, 1) for s, n in zip(spec, x.shape))
+    full = all(s == (0, n, 1) for s, n in zip(spec, x_shape))
     if full:
         sliced = x
     else:
         sliced = M.SLICE(x, index=spec)
-        src_shape = tuple(x.shape)
         make_view(sliced, x, lambda b: M.SLICE(b, index=spec),
-                  lambda r: M.UNSLICE(r, shape=src_shape, index=spec))
+                  lambda r: M.UNSLICE(r, shape=x_shape, index=spec))
     return F.reshape(sliced, out_shape)
+
+
+def _has_advanced(idx):
+    for ix in idx:  # (a loop rather than any(genexpr): this runs on every t[...])
+        if _is_advanced(ix):
+            return True
+    return False
 
 
 def getitem(x, index):
     idx = _normalize_index(index)
-    if any(_is_advanced(ix) for ix in idx):
+    if _has_advanced(idx):
         return advanced_getitem(x, idx)
     return basic_getitem(x, idx)
 
@@ -109,7 +120,7 @@ def getitem(x, index):
 def setitem(x, index, value):
 
     idx = _normalize_index(index)
-    if any(_is_advanced(ix) for ix in idx):
+    if _has_advanced(idx):
         return advanced_setitem(x, idx, value)
     target = basic_getitem(x, idx)
     value = F.to_tensor(value, x.dtype) if not isinstance(value, Tensor) else value

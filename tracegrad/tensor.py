@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as _dt
-from .autograd import grad_mode
+from .autograd import engine, grad_mode  # (the autograd package needs no Tensor at import)
 from .ir import trace  # (imports nothing of the package: no cycle)
 
 
@@ -319,8 +319,6 @@ class Tensor:
         return handle
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from .autograd import engine
-
         engine.backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs=inputs)
 
     def detach(self):

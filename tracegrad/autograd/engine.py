@@ -15,19 +15,32 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import sys
 import threading
 import warnings
 
 import numpy as np
 
 from ..ir import trace
-from . import forward_ad, grad_mode
+from . import anomaly, forward_ad, grad_mode, graph, profiler
 from .graph import AccumulateGrad, GradientEdge, gradient_edge
+
+# Bound by _bind at the end of package import (tracegrad/__init__.py): importing them here
+# would be a cycle (tensor.py imports this package), and an import statement inside the
+# engine's per-node functions cost about a microsecond per call.
+Tensor = creation = None
+
+
+def _bind():
+    global Tensor, creation
+    from .. import creation as _creation
+    from ..tensor import Tensor as _Tensor
+
+    Tensor, creation = _Tensor, _creation
+    graph._engine = sys.modules[__name__]  # AccumulateGrad.apply's engine (the same cycle)
 
 
 def _as_tuple(x):
-    from ..tensor import Tensor
-
     if x is None:
         return None
     if isinstance(x, (Tensor, GradientEdge)):
@@ -38,9 +51,6 @@ def _as_tuple(x):
 def _root_grads(outputs, grad_outputs):
     """One starting gradient per output (PyTorch's ``_make_grads``): implicit ones for scalar
     outputs that require grad, given gradients checked against the outputs."""
-    from .. import creation
-    from ..tensor import Tensor
-
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     if len(grad_outputs) != len(outputs):
@@ -83,13 +93,15 @@ def _root_grads(outputs, grad_outputs):
 def _topological_order(roots):
     """Every node reachable from ``roots``, each after all nodes that feed it a gradient, and
     the number of edges pointing at each node."""
+    # (node._next_functions: the next_functions property's field, read without the property
+    # call, here and in _propagate, which run once per node of every backward)
     deps, seen, stack = {}, set(), list(roots)
     while stack:
         node = stack.pop()
         if node in seen:
             continue
         seen.add(node)
-        for nxt, _ in node.next_functions:
+        for nxt, _ in node._next_functions:
             if nxt is not None:
                 deps[nxt] = deps.get(nxt, 0) + 1
                 stack.append(nxt)
@@ -99,7 +111,7 @@ def _topological_order(roots):
     while ready:
         node = ready.pop()
         order.append(node)
-        for nxt, _ in node.next_functions:
+        for nxt, _ in node._next_functions:
             if nxt is not None:
                 remaining[nxt] -= 1
                 if remaining[nxt] == 0:
@@ -134,33 +146,37 @@ def _pre_hooks(node, grads):
                     new = hook(grads[nr])
                     if new is not None:
                         grads[nr] = new
-        for nr, ref in list(node._retain_grad_tensors.items()):
-            t = ref()
-            g = grads[nr] if nr < len(grads) else None
-            # a tensor modified in place since retain_grad() retains at its new grad_fn
-            if t is None or g is None or t._grad_fn is not node or t._output_nr != nr:
-                continue
-            t._grad = g.clone() if t._grad is None else t._grad + g
-    for hook in list(node._prehooks.values()):
-        new = hook(tuple(grads))
-        if new is not None:
-            grads = list(new)
+        # (the tables below are tested before they are copied and walked: an empty one, the
+        # usual case, runs nothing either way)
+        if node._retain_grad_tensors:
+            for nr, ref in list(node._retain_grad_tensors.items()):
+                t = ref()
+                g = grads[nr] if nr < len(grads) else None
+                # a tensor modified in place since retain_grad() retains at its new grad_fn
+                if t is None or g is None or t._grad_fn is not node or t._output_nr != nr:
+                    continue
+                t._grad = g.clone() if t._grad is None else t._grad + g
+    if node._prehooks:
+        for hook in list(node._prehooks.values()):
+            new = hook(tuple(grads))
+            if new is not None:
+                grads = list(new)
     return grads
 
 
 def _run_node(node, grads):
-    from . import anomaly, profiler
-
     try:
         in_grads = node.apply(grads) if not profiler._active else profiler.run_node(node, grads)
     except Exception as exc:
         anomaly.report_backward_failure(node, exc)
         raise
-    anomaly.check_nan(node, in_grads)
-    for hook in list(node._hooks.values()):
-        new = hook(tuple(in_grads), tuple(grads))
-        if new is not None:
-            in_grads = list(new)
+    if anomaly._enabled:  # (check_nan does nothing otherwise)
+        anomaly.check_nan(node, in_grads)
+    if node._hooks:  # (none registered, the usual case: nothing to copy and walk)
+        for hook in list(node._hooks.values()):
+            new = hook(tuple(in_grads), tuple(grads))
+            if new is not None:
+                in_grads = list(new)
     return in_grads
 
 
@@ -255,7 +271,7 @@ def _capture_edges(inputs, accumulate):
 def _propagate(node, in_grads, buffers, deps, ready):
     """Add ``node``'s input gradients into its successors' buffers; queue those now complete
     (the most recently created node first, as PyTorch does)."""
-    for i, (nxt, nr) in enumerate(node.next_functions):
+    for i, (nxt, nr) in enumerate(node._next_functions):
         if nxt is None:
             continue
         g = in_grads[i] if i < len(in_grads) else None
@@ -449,8 +465,6 @@ def _plain_eager():
 def _fresh_grad_like(var, g):
     """A copy of ``g`` laid out like ``var`` (PyTorch's layout rule 1: the gradient of a dense
     parameter gets the parameter's strides)."""
-    from ..tensor import Tensor
-
     value = np.empty_like(var._value, dtype=g._value.dtype)
     np.copyto(value, g._value)
     return Tensor._make(value, g.dtype)

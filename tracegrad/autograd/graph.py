@@ -301,6 +301,9 @@ def gradient_edge(tensor):
     return (AccumulateGrad.of(tensor), 0)
 
 
+_engine = None  # the engine module, set by engine._bind (engine imports this module)
+
+
 class AccumulateGrad(Node):
     """Accumulates into a leaf's ``.grad`` following PyTorch's layout rules."""
 
@@ -317,9 +320,7 @@ class AccumulateGrad(Node):
         return node
 
     def apply(self, grad_outputs):
-        from . import engine
-
-        engine.accumulate_into_leaf(self.variable, grad_outputs[0])
+        _engine.accumulate_into_leaf(self.variable, grad_outputs[0])
         return []
 
 

@@ -79,16 +79,19 @@ class Module:
             f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        for hook in list(self._forward_pre_hooks.values()):
-            result = hook(self, args)
-            if result is not None:
-                args = result if isinstance(result, tuple) else (result,)
+        # (each hook table is copied and walked only when not empty: the usual module has none)
+        if self._forward_pre_hooks:
+            for hook in list(self._forward_pre_hooks.values()):
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
         forward = self.__dict__.get("_compiled_forward") or self.forward
         out = forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            result = hook(self, args, out)
-            if result is not None:
-                out = result
+        if self._forward_hooks:
+            for hook in list(self._forward_hooks.values()):
+                result = hook(self, args, out)
+                if result is not None:
+                    out = result
         return out
 
     def register_forward_pre_hook(self, hook):

@@ -16,7 +16,9 @@ def _infer_reshape(x, shape):
     return tuple(shape), x.dtype
 
 
-RESHAPE = defop("reshape", infer=_infer_reshape, impl=lambda x, shape: np.reshape(x, shape),
+# (the impls call the ndarray methods that np.reshape / np.transpose forward to, without
+# NumPy's Python-level wrapper)
+RESHAPE = defop("reshape", infer=_infer_reshape, impl=lambda x, shape: x.reshape(shape),
                 save=(), kind="movement",
                 vjp=lambda ctx, g: (g.reshape(ctx.shapes[0]),),
                 jvp=lambda ctx, t: t.reshape(ctx.shape),
@@ -41,7 +43,7 @@ def _inverse(dims):
     return tuple(inv)
 
 
-PERMUTE = defop("permute", infer=_infer_permute, impl=lambda x, dims: np.transpose(x, dims),
+PERMUTE = defop("permute", infer=_infer_permute, impl=lambda x, dims: x.transpose(dims),
                 save=(), kind="movement",
                 vjp=lambda ctx, g: (g.permute(_inverse(ctx.dims)),),
                 jvp=lambda ctx, t: t.permute(ctx.dims),

@@ -13,8 +13,11 @@ from .shapes import reduced_shape
 
 
 def _check_dims(x, dim):
+    if not dim:
+        return
+    n = max(x.ndim if hasattr(x, "ndim") else len(x.shape), 1)
     for d in dim:
-        if not 0 <= d < max(x.ndim if hasattr(x, "ndim") else len(x.shape), 1):
+        if not 0 <= d < n:
             raise IndexError(f"reduction dim {d} out of range for shape {list(x.shape)}")
 
 
@@ -42,7 +45,8 @@ def _sum_samples():
 
 
 SUM = defop("sum", infer=_infer_reduce, save=(), kind="reduce",
-            impl=lambda x, dim, keepdim: np.sum(x, axis=dim, keepdims=keepdim),
+            # (np.sum of an ndarray is this call, after a Python-level argument shuffle)
+            impl=lambda x, dim, keepdim: np.add.reduce(x, axis=dim, keepdims=keepdim),
             vjp=_sum_vjp, jvp=lambda ctx, t: t.sum(ctx.dim, keepdim=ctx.keepdim),
             c="sum", sample=_sum_samples)
 

@@ -58,8 +58,10 @@ class OpDef:
     def __repr__(self):
         return f"<op {self.name}>"
 
-    def __call__(self, *inputs, **attrs):
-        return dispatch(self, *inputs, **attrs)
+    def __call__(self, *inputs, **attrs):  # (dispatch, inlined: one frame less on every op)
+        if _profiler is not None:
+            return _profiler.record_op(_dispatch, self, inputs, attrs)
+        return _dispatch(self, *inputs, **attrs)
 
 
 def register(op: OpDef) -> OpDef:
