@@ -102,10 +102,17 @@ def lu_parts(packed, m, n):
     lu = f.narrow(packed, -2, 0, m)
     pivots = f.cast(f.narrow(f.narrow(packed, -2, m, 1), -1, 0, k), _dt.int32)
     perm = LU_PERMUTATION(f.squeeze(pivots, -2), m=m)
+    return (permutation_matrix(perm, m, packed.dtype),) + unit_lower_and_upper(lu, k)
+
+
+def unit_lower_and_upper(lu, k):
+    """(L, U) of the compact LU block (..., m, n): L (..., m, k) its strict lower part with the
+    implied unit diagonal, U (..., k, n) its upper part."""
     from ..creation import eye
 
-    lower = _tril(f.narrow(lu, -1, 0, k), -1) + eye(m, k, dtype=packed.dtype)
-    return permutation_matrix(perm, m, packed.dtype), lower, _triu(f.narrow(lu, -2, 0, k))
+    f = _f()
+    m = lu.shape[-2]
+    return _tril(f.narrow(lu, -1, 0, k), -1) + eye(m, k, dtype=lu.dtype), _triu(f.narrow(lu, -2, 0, k))
 
 
 def _blocks(x, k, rows_first=True):
