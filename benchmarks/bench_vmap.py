@@ -34,14 +34,9 @@ def _data(batch):
     return x, y, weights
 
 
-def tracegrad_contenders(batch):
-    import tracegrad.nn.functional as F
-    from tracegrad.func import grad, vmap
-
-    x, y, weights = _data(batch)
-    params = [tg.tensor(a) for w, b in weights for a in (w, b)]
-    xs, ys = tg.tensor(x), tg.tensor(y)
-
+def _mlp_loss(F):
+    """One example's loss, written once for tracegrad and torch: ``F`` is either library's
+    ``nn.functional`` (the two share ``linear``, ``tanh`` and ``cross_entropy``)."""
     def loss(ps, xi, yi):
         h = xi
         for k in range(0, len(ps), 2):
@@ -50,6 +45,17 @@ def tracegrad_contenders(batch):
                 h = h.tanh()
         return F.cross_entropy(h.unsqueeze(0), yi.unsqueeze(0))
 
+    return loss
+
+
+def tracegrad_contenders(batch):
+    import tracegrad.nn.functional as F
+    from tracegrad.func import grad, vmap
+
+    x, y, weights = _data(batch)
+    params = [tg.tensor(a) for w, b in weights for a in (w, b)]
+    xs, ys = tg.tensor(x), tg.tensor(y)
+    loss = _mlp_loss(F)
     per_sample = vmap(grad(loss), in_dims=(None, 0, 0))
     compiled = tg.compile(lambda ps, a, b: per_sample(ps, a, b), fullgraph=True)
     compiled(params, xs, ys)
@@ -70,15 +76,7 @@ def torch_contenders(batch):
     x, y, weights = _data(batch)
     params = [torch.tensor(a) for w, b in weights for a in (w, b)]
     xs, ys = torch.tensor(x), torch.tensor(y)
-
-    def loss(ps, xi, yi):
-        h = xi
-        for k in range(0, len(ps), 2):
-            h = F.linear(h, ps[k], ps[k + 1])
-            if k < len(ps) - 2:
-                h = h.tanh()
-        return F.cross_entropy(h.unsqueeze(0), yi.unsqueeze(0))
-
+    loss = _mlp_loss(F)
     per_sample = vmap(grad(loss), in_dims=(None, 0, 0))
     return {"torch.func vmap": lambda: per_sample(params, xs, ys)}
 

@@ -409,17 +409,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                              f"the structure of `inputs`: {len(dims)} entries for {len(args)} arguments")
         leaves, spec = pytree.flatten(args)
         leaf_dims = _leaf_dims(args, dims)
-        sizes = {x.shape[d] for x, d in zip(leaves, leaf_dims) if d is not None}
-        if not sizes:
-            raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): at least one input must be "
-                             f"mapped over (got in_dims=None for every input)")
-        if len(sizes) > 1:
-            raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
-                             f"dimension, got sizes {sorted(sizes)} for the mapped dimension")
-        (size,) = sizes
-        if size == 0:
-            raise ValueError("vmap: the mapped dimension has size 0, so there is no call to take the "
-                             "outputs' structure and shapes from")
+        size = _batch_size(leaves, leaf_dims, in_dims)
         try:
             outs, out_spec = batching.vmap_call(func, leaves, spec, leaf_dims, kwargs, size, randomness)
         except batching.Unbatchable as e:
@@ -433,6 +423,23 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         return pytree.unflatten(out_spec, [_place_batch_dim(t, b, d, size) for (t, b), d in zip(outs, odims)])
 
     return wrapped
+
+
+def _batch_size(leaves, leaf_dims, in_dims):
+    """The one size of the mapped dims of ``leaves`` (``None`` in ``leaf_dims``: not mapped);
+    ValueError, as PyTorch's, when none is mapped, the sizes differ, or the size is 0."""
+    sizes = {x.shape[d] for x, d in zip(leaves, leaf_dims) if d is not None}
+    if not sizes:
+        raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): at least one input must be "
+                         f"mapped over (got in_dims=None for every input)")
+    if len(sizes) > 1:
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
+                         f"dimension, got sizes {sorted(sizes)} for the mapped dimension")
+    (size,) = sizes
+    if size == 0:
+        raise ValueError("vmap: the mapped dimension has size 0, so there is no call to take the "
+                         "outputs' structure and shapes from")
+    return size
 
 
 def _vmap_loop(func, leaves, spec, leaf_dims, kwargs, size, randomness):

@@ -19,7 +19,6 @@ from collections import namedtuple
 
 from . import dtypes as _dt
 from . import functional as F
-from .composites import tril, triu
 from .ops import lu as _lu
 
 __all__ = ["lu_factor", "lu_factor_ex", "lu", "lu_solve"]
@@ -112,10 +111,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
         p = _lu.permutation_matrix(_lu.LU_PERMUTATION(LU_pivots, m=m), m, LU_data.dtype)
     if not unpack_data:
         return lu_unpack_result(p, empty(), empty())
-    from .creation import eye
-
-    lower = tril(F.narrow(LU_data, -1, 0, k), -1) + eye(m, k, dtype=LU_data.dtype)
-    return lu_unpack_result(p, lower, triu(F.narrow(LU_data, -2, 0, k)))
+    return lu_unpack_result(p, *_lu.unit_lower_and_upper(LU_data, k))
 
 
 def lu(A, *, pivot=True):

@@ -69,8 +69,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     n = y.shape[d] if y.ndim else 0
     if n == 0:
         return zeros_like(y.sum(d)) if y.ndim else zeros_like(y)
-    pair = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
-    return (_spacing(x, dx, y, d) * pair).sum(d) / 2
+    return _doubled_areas(y, x, dx, d).sum(d) / 2
 
 
 trapz = trapezoid
@@ -84,8 +83,13 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     n = y.shape[d]
     if n == 0:
         return y.narrow(d, 0, 0)
-    pair = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
-    return (_spacing(x, dx, y, d) * pair / 2).cumsum(d)
+    return (_doubled_areas(y, x, dx, d) / 2).cumsum(d)
+
+
+def _doubled_areas(y, x, dx, d):
+    """Twice each trapezoid's area along dim ``d``: ``(x[i+1] - x[i]) * (y[i+1] + y[i])``."""
+    n = y.shape[d]
+    return _spacing(x, dx, y, d) * (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1))
 
 
 def _spacing(x, dx, y, d):
@@ -198,8 +202,6 @@ def renorm(input, p, dim, maxnorm):
 def frexp(input):
     """``(mantissa, exponent)`` with ``input = mantissa * 2**exponent`` and |mantissa| in
     [0.5, 1) (int32 exponents, as PyTorch); not differentiable."""
-    import numpy as np
-
     from .creation import tensor
     from .ir import trace
 
@@ -226,7 +228,6 @@ def hardshrink(input, lambd=0.5):
     from .nn.functional import hardshrink as _hardshrink
 
     return _hardshrink(input, lambd)
-
 
 
 def angle(input):

@@ -94,12 +94,16 @@ class _DependentProperty(property, _Dependent):
 
 
 # ----------------------------------------------------------------------------- wrappers
+def _check_base(base_constraint):
+    if not isinstance(base_constraint, Constraint):
+        raise TypeError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
+
+
 class _IndependentConstraint(Constraint):
     """``base_constraint`` with ``reinterpreted_batch_ndims`` more dims read as one event."""
 
     def __init__(self, base_constraint, reinterpreted_batch_ndims):
-        if not isinstance(base_constraint, Constraint):
-            raise TypeError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
+        _check_base(base_constraint)
         if not isinstance(reinterpreted_batch_ndims, int) or reinterpreted_batch_ndims < 0:
             raise ValueError(f"reinterpreted_batch_ndims must be an int >= 0, got {reinterpreted_batch_ndims!r}")
         self.base_constraint, self.reinterpreted_batch_ndims = base_constraint, reinterpreted_batch_ndims
@@ -127,8 +131,7 @@ class MixtureSameFamilyConstraint(Constraint):
     """The component distribution's constraint, checked with the mixture dim added back."""
 
     def __init__(self, base_constraint):
-        if not isinstance(base_constraint, Constraint):
-            raise TypeError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
+        _check_base(base_constraint)
         self.base_constraint = base_constraint
 
     is_discrete = property(lambda self: self.base_constraint.is_discrete)

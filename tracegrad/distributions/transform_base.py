@@ -328,16 +328,20 @@ def _reshaped(shape, old, new):
     return Size(tuple(shape[:cut]) + tuple(new))
 
 
+def _transform_list(tseq, cache_size):
+    """CatTransform's and StackTransform's ``tseq``, checked, as a list of transforms caching as
+    their container does."""
+    if not all(isinstance(t, Transform) for t in tseq):
+        raise TypeError("All elements of tseq must be Transform instances")
+    return [t.with_cache(cache_size) for t in tseq] if cache_size else list(tseq)
+
+
 class CatTransform(Transform):
     """Transforms ``tseq`` applied to consecutive pieces of ``lengths`` along ``dim``."""
 
     def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise TypeError("All elements of tseq must be Transform instances")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
+        self.transforms = _transform_list(tseq, cache_size)
         super().__init__(cache_size=cache_size)
-        self.transforms = list(tseq)
         self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
         if len(self.lengths) != len(self.transforms):
             raise ValueError(f"lengths ({len(self.lengths)}) must match transforms ({len(self.transforms)})")
@@ -378,12 +382,9 @@ class StackTransform(Transform):
     """Transforms ``tseq`` applied to the slices along ``dim``."""
 
     def __init__(self, tseq, dim=0, cache_size=0):
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise TypeError("All elements of tseq must be Transform instances")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
+        self.transforms = _transform_list(tseq, cache_size)
         super().__init__(cache_size=cache_size)
-        self.transforms, self.dim = list(tseq), dim
+        self.dim = dim
 
     bijective = property(lambda self: all(t.bijective for t in self.transforms))
     domain = constraints.dependent_property(

@@ -79,10 +79,16 @@ class PowerTransform(Transform):
     inverse_shape = forward_shape
 
 
+def _inside_unit_interval(y):
+    """``y`` clamped to [tiny, 1 - eps] of its dtype, so that ``log(y)`` and ``log1p(-y)`` stay
+    finite."""
+    info = finfo(y.dtype)
+    return F.clamp(y, info.tiny, 1.0 - info.eps)
+
+
 def clipped_sigmoid(x):
     """``sigmoid(x)`` kept inside (0, 1) (PyTorch's: its inverse and log stay finite)."""
-    info = finfo(x.dtype)
-    return F.clamp(F.sigmoid(x), info.tiny, 1.0 - info.eps)
+    return _inside_unit_interval(F.sigmoid(x))
 
 
 class SigmoidTransform(_Parameterless):
@@ -95,8 +101,7 @@ class SigmoidTransform(_Parameterless):
         return clipped_sigmoid(x)
 
     def _inverse(self, y):
-        info = finfo(y.dtype)
-        y = F.clamp(y, info.tiny, 1.0 - info.eps)
+        y = _inside_unit_interval(y)
         return F.log(y) - F.log1p(-y)
 
     def log_abs_det_jacobian(self, x, y):

@@ -45,6 +45,29 @@ def _append_zeros(t, dim):
     return T.cat([t, creation.zeros(*shape, dtype=t.dtype)], dim)
 
 
+def _one_more_key(mask):
+    """An attention or padding mask (or None) with a 0 (attend) for one more key at its end."""
+    return None if mask is None else _append_zeros(mask, -1)
+
+
+def _head_dim(E, embed_dim_to_check, num_heads):
+    """Each head's size, ``E // num_heads``, once the embedding size is checked."""
+    if E != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {E}")
+    hd = E // num_heads
+    if hd * num_heads != E:
+        raise AssertionError(f"embed_dim {E} not divisible by num_heads {num_heads}")
+    return hd
+
+
+def _check_key_value(key, value, use_separate_proj_weight):
+    if use_separate_proj_weight and tuple(key.shape[:2]) != tuple(value.shape[:2]):
+        raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match value's "
+                             f"{value.shape[:2]}")
+    if not use_separate_proj_weight and tuple(key.shape) != tuple(value.shape):
+        raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+
+
 def _check_attn_mask(mask, L, S, NH):
     """PyTorch's shapes for ``attn_mask``: ``(L, S)`` (made ``(1, L, S)``) or ``(N*H, L, S)``."""
     if mask.ndim == 2:
@@ -108,16 +131,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         query, key, value = (T.unsqueeze(t, 1) for t in (query, key, value))
         key_padding_mask = None if key_padding_mask is None else T.unsqueeze(key_padding_mask, 0)
     L, N, E = query.shape
-    if E != embed_dim_to_check:
-        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {E}")
-    hd = E // num_heads
-    if hd * num_heads != E:
-        raise AssertionError(f"embed_dim {E} not divisible by num_heads {num_heads}")
-    if use_separate_proj_weight and tuple(key.shape[:2]) != tuple(value.shape[:2]):
-        raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match value's "
-                             f"{value.shape[:2]}")
-    if not use_separate_proj_weight and tuple(key.shape) != tuple(value.shape):
-        raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+    hd = _head_dim(E, embed_dim_to_check, num_heads)
+    _check_key_value(key, value, use_separate_proj_weight)
     if is_causal and key_padding_mask is None and not need_weights:
         # PyTorch then hands is_causal to scaled_dot_product_attention, ignoring attn_mask
         from ..composites import triu
@@ -133,8 +148,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             raise AssertionError("bias cannot be added to static key or value.")
         k = T.cat([k, T.expand(bias_k, (1, N, E))], 0)
         v = T.cat([v, T.expand(bias_v, (1, N, E))], 0)
-        mask = None if mask is None else _append_zeros(mask, -1)
-        pad = None if pad is None else _append_zeros(pad, -1)
+        mask, pad = _one_more_key(mask), _one_more_key(pad)
     elif bias_k is not None or bias_v is not None:
         raise AssertionError("bias_k and bias_v must be given together")
 
@@ -146,8 +160,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     v = _static(static_v, heads(v), NH, hd, "static_v")
     if add_zero_attn:  # and a key and value of zeros
         k, v = _append_zeros(k, 1), _append_zeros(v, 1)
-        mask = None if mask is None else _append_zeros(mask, -1)
-        pad = None if pad is None else _append_zeros(pad, -1)
+        mask, pad = _one_more_key(mask), _one_more_key(pad)
     S = k.shape[1]
     if pad is not None:
         if tuple(pad.shape) != (N, S):

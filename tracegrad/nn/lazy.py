@@ -81,6 +81,13 @@ class LazyModuleMixin:
             module.__class__ = module.cls_to_become
 
 
+def _uninitialized_weight_and_bias(module, bias, dtype):
+    """A lazy layer's ``weight`` (and ``bias`` when asked for) as UninitializedParameters."""
+    module.weight = UninitializedParameter(dtype=dtype)
+    if bias:
+        module.bias = UninitializedParameter(dtype=dtype)
+
+
 class LazyLinear(LazyModuleMixin, Linear):
     """A ``Linear`` whose ``in_features`` is the first input's last size."""
 
@@ -88,10 +95,8 @@ class LazyLinear(LazyModuleMixin, Linear):
 
     def __init__(self, out_features, bias=True, device=None, dtype=None):
         super().__init__(0, 0, False)  # (no bias: it would be replaced at once)
-        self.weight = UninitializedParameter(dtype=dtype)
         self.out_features = out_features
-        if bias:
-            self.bias = UninitializedParameter(dtype=dtype)
+        _uninitialized_weight_and_bias(self, bias, dtype)
 
     def reset_parameters(self):
         if not self.has_uninitialized_params() and self.in_features != 0:
@@ -117,10 +122,8 @@ class _LazyConvXdMixin(LazyModuleMixin):
     transposed = False
 
     def _lazy_init(self, out_channels, bias, dtype):
-        self.weight = UninitializedParameter(dtype=dtype)
         self.out_channels = out_channels
-        if bias:
-            self.bias = UninitializedParameter(dtype=dtype)
+        _uninitialized_weight_and_bias(self, bias, dtype)
 
     def reset_parameters(self):
         if not self.has_uninitialized_params() and self.in_channels != 0:

@@ -81,20 +81,20 @@ def _f():
 
 
 def _near_zero(ctx):
-    """|x| below half the dtype's eps: where PyTorch's i1/i1e rules use their limit 1/2."""
+    """(where |x| is below half the dtype's eps, x with 1 there): PyTorch's i1/i1e rules use
+    their limit 1/2 there, and the 1 keeps the other branch finite."""
     x = ctx.input(0)
-    return x, _f().abs(x) < float(np.finfo(ctx.dtypes[0].np).eps) * 0.5
+    tiny = _f().abs(x) < float(np.finfo(ctx.dtypes[0].np).eps) * 0.5
+    return tiny, _f().where(tiny, 1.0, x)
 
 
 def _i1_derivative(ctx):
-    x, tiny = _near_zero(ctx)
-    safe = _f().where(tiny, 1.0, x)
+    tiny, safe = _near_zero(ctx)
     return _f().where(tiny, 0.5, (safe * I0(safe) - ctx.out) / safe)
 
 
 def _i1e_derivative(ctx):
-    x, tiny = _near_zero(ctx)
-    safe = _f().where(tiny, 1.0, x)
+    tiny, safe = _near_zero(ctx)
     return _f().where(tiny, 0.5, I0E(safe) - ctx.out * (_f().sign(safe) + 1 / safe))
 
 

@@ -35,8 +35,13 @@ from .registry import defop
 
 
 # ----------------------------------------------------------------------------- det
+def _per_matrix(x):
+    """A value per matrix, ``x`` (...), as (..., 1, 1): to scale each matrix of a batch."""
+    return x.reshape(tuple(x.shape) + (1, 1))
+
+
 def _det_vjp(ctx, g):
-    return (g.reshape(tuple(g.shape) + (1, 1)) * COFACTOR(ctx.input(0)),)
+    return (_per_matrix(g) * COFACTOR(ctx.input(0)),)
 
 
 def _det_jvp(ctx, t):
@@ -102,7 +107,7 @@ def _det_second_derivative(a, y):
     pairs = _pair_products(s)
     diag_y = (y_rot * eye).sum(-2, keepdim=True)  # (a row)
     inner = eye * MATMUL(diag_y, pairs) - pairs * _mT(y_rot)
-    return d.reshape(tuple(d.shape) + (1, 1)) * MATMUL(MATMUL(u, inner), _mT(v))
+    return _per_matrix(d) * MATMUL(MATMUL(u, inner), _mT(v))
 
 
 COFACTOR = defop("linalg_cofactor", infer=lambda a: (_square("cofactor", a), a.dtype),
@@ -128,9 +133,9 @@ def _inverse_transpose(a, logabs):
     n = a.shape[-1]
     finite = f.logical_and(f.gt(logabs, float("-inf")), f.lt(logabs, float("inf")))
     exponent = f.round(f.where(finite, logabs, 0.0) / (max(n, 1) * math.log(2))).detach()
-    c = f.exp2(exponent).reshape(tuple(logabs.shape) + (1, 1))
+    c = _per_matrix(f.exp2(exponent))
     b = a / c
-    return COFACTOR(b) / (DET(b).reshape(tuple(logabs.shape) + (1, 1)) * c)
+    return COFACTOR(b) / (_per_matrix(DET(b)) * c)
 
 
 def _logabs(packed):

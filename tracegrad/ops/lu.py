@@ -102,10 +102,23 @@ def lu_parts(packed, m, n):
     lu = f.narrow(packed, -2, 0, m)
     pivots = f.cast(f.narrow(f.narrow(packed, -2, m, 1), -1, 0, k), _dt.int32)
     perm = LU_PERMUTATION(f.squeeze(pivots, -2), m=m)
+    return (permutation_matrix(perm, m, packed.dtype),) + unit_lower_and_upper(lu, k)
+
+
+def unit_lower_and_upper(lu, k):
+    """(L, U) of the compact LU block (..., m, n): L (..., m, k) its strict lower part with the
+    implied unit diagonal, U (..., k, n) its upper part."""
     from ..creation import eye
 
-    lower = _tril(f.narrow(lu, -1, 0, k), -1) + eye(m, k, dtype=packed.dtype)
-    return permutation_matrix(perm, m, packed.dtype), lower, _triu(f.narrow(lu, -2, 0, k))
+    strict_lower, upper = _split(lu, k)
+    return strict_lower + eye(lu.shape[-2], k, dtype=lu.dtype), upper
+
+
+def _split(lu, k):
+    """(the strict lower part of the first k columns, the upper part of the first k rows) of a
+    compact (..., m, n) block: where L and U (or their cotangents) sit."""
+    f = _f()
+    return _tril(f.narrow(lu, -1, 0, k), -1), _triu(f.narrow(lu, -2, 0, k))
 
 
 def _blocks(x, k, rows_first=True):
@@ -121,8 +134,7 @@ def _lu_vjp(ctx, g):
     k = min(m, n)
     f = _f()
     p, lower, upper = lu_parts(ctx.out, m, n)
-    g_lu = f.narrow(g, -2, 0, m)
-    g_lower, g_upper = _tril(f.narrow(g_lu, -1, 0, k), -1), _triu(f.narrow(g_lu, -2, 0, k))
+    g_lower, g_upper = _split(f.narrow(g, -2, 0, m), k)
     l1, l2 = _blocks(lower, k)
     u1, u2 = _blocks(upper, k, rows_first=False)
     gl1, gl2 = _blocks(g_lower, k)

@@ -46,18 +46,20 @@ def _signed_by_parity(n, value):
     return np.where(np.fmod(n, 2) == 0, value, -value)
 
 
+def _chebyshev_ends(letter, x, n):
+    """(the value at the upper end, at the lower end) of Chebyshev T, U, V or W (letter 0..3)."""
+    high = (np.ones_like(x), n + 1, np.ones_like(x), n + n + 1)[letter]
+    low = _signed_by_parity(n, (np.ones_like(x), n + 1, n + n + 1, np.ones_like(x))[letter])
+    return high, low
+
+
 def _edges(kind, x, n):
     """PyTorch's special values: [(where, value)], checked in order (after n < 0)."""
-    chebyshev, shifted = kind < 4, 4 <= kind < 8
-    letter = kind % 4
-    if chebyshev:  # at x = +-1
-        at_one, at_minus_one = np.abs(x) == 1, x > 0
-        high = (np.ones_like(x), n + 1, np.ones_like(x), n + n + 1)[letter]
-        low = _signed_by_parity(n, (np.ones_like(x), n + 1, n + n + 1, np.ones_like(x))[letter])
-        return [(at_one, np.where(at_minus_one, high, low))]
-    if shifted:  # at x = 1 and x = 0
-        high = (np.ones_like(x), n + 1, np.ones_like(x), n + n + 1)[letter]
-        low = _signed_by_parity(n, (np.ones_like(x), n + 1, n + n + 1, np.ones_like(x))[letter])
+    if kind < 4:  # Chebyshev: at x = 1 and x = -1
+        high, low = _chebyshev_ends(kind % 4, x, n)
+        return [(np.abs(x) == 1, np.where(x > 0, high, low))]
+    if kind < 8:  # shifted: at x = 1 and x = 0
+        high, low = _chebyshev_ends(kind % 4, x, n)
         return [(x == 1, high), (x == 0, low)]
     if kind == 10:  # Laguerre: 1 at 0
         return [(x == 0, np.ones_like(x))]

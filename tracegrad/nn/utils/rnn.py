@@ -133,7 +133,8 @@ def _int64(values):
 
 
 def _batch_sizes(lengths):
-    """How many of the (sorted, decreasing) ``lengths`` reach each time step."""
+    """How many of the (sorted, decreasing) ``lengths`` reach each time step. Applied to batch
+    sizes it gives the lengths back (each sequence's length: the steps whose batch reaches it)."""
     return [sum(1 for n in lengths if n > t) for t in range(lengths[0])]
 
 
@@ -206,7 +207,7 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
         [where(t, b) for t in range(steps) for b in range(batch)]
     shape = ((batch, steps) if batch_first else (steps, batch)) + tuple(data.shape[1:])
     padded = T.reshape(T.index_select(extended, 0, _int64(rows)), shape)
-    lengths = _int64([sum(1 for n in sizes if n > b) for b in range(batch)])
+    lengths = _int64(_batch_sizes(sizes))  # (batch == sizes[0])
     if sequence.unsorted_indices is not None:
         padded = T.index_select(padded, 0 if batch_first else 1, sequence.unsorted_indices)
         lengths = T.index_select(lengths, 0, sequence.unsorted_indices)

@@ -40,6 +40,17 @@ def _rng(generator):
     return Generator().manual_seed(creation.default_generator.next_seed()).rng
 
 
+def _check_positive_int(name, value):
+    """PyTorch's ValueError unless ``value`` is an int (not a bool) above 0."""
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{name} should be a positive integer value, but got {name}={value}")
+
+
+def _check_bool(name, value):
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} should be a boolean value, but got {name}={value}")
+
+
 class SequentialSampler(Sampler):
     def __init__(self, data_source):
         self.data_source = data_source
@@ -98,10 +109,8 @@ class WeightedRandomSampler(Sampler):
     """``num_samples`` indices drawn with probabilities proportional to ``weights``."""
 
     def __init__(self, weights, num_samples, replacement=True, generator=None):
-        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
-            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
-        if not isinstance(replacement, bool):
-            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        _check_positive_int("num_samples", num_samples)
+        _check_bool("replacement", replacement)
         w = np.asarray(weights.detach().numpy() if hasattr(weights, "detach") else weights, dtype=np.float64)
         if w.ndim != 1:
             raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(w.shape)}")
@@ -124,10 +133,8 @@ class BatchSampler(Sampler):
     ``drop_last``)."""
 
     def __init__(self, sampler, batch_size, drop_last):
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
-            raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
-        if not isinstance(drop_last, bool):
-            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+        _check_positive_int("batch_size", batch_size)
+        _check_bool("drop_last", drop_last)
         self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
 
     def __iter__(self):
