@@ -225,10 +225,6 @@ class LPPool3d(_LPPool):
     fn = staticmethod(F.lp_pool3d)
 
 
-def _single(v):
-    return (v,) if isinstance(v, int) else tuple(v)
-
-
 class _MaxUnpool(Module):
     size = None  # (a size as a tuple of this many dims)
     fn = None
