@@ -46,6 +46,8 @@ class SyncBatchNorm(_BatchNorm):
     statistics would be synchronised across a process group, which one CPU process is alone
     in (``process_group`` is kept, not used)."""
 
+    expected_dims = tuple(range(2, 33))  # (any input of 2 or more dims)
+
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  process_group=None, device=None, dtype=None, *, bias=True):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
@@ -54,7 +56,6 @@ class SyncBatchNorm(_BatchNorm):
     def forward(self, input):
         if input.ndim < 2:
             raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
-        self.expected_dims = (input.ndim,)
         return super().forward(input)
 
     @classmethod
