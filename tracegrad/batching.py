@@ -173,11 +173,12 @@ def replay(graph, links, inputs, size, randomness):
 
 
 def _get(env, v):
-    if v.kind == "literal" or v.kind == "const":
+    entry = env.get(id(v))
+    if entry is None:  # a constant or literal: made a tensor once per replay
         from .creation import tensor
 
-        return tensor(v.data, dtype=v.dtype), False
-    return env[id(v)]
+        entry = env[id(v)] = (tensor(v.data, dtype=v.dtype), False)
+    return entry
 
 
 def _apply(node, args, size, randomness):

@@ -128,12 +128,13 @@ def _svd_impl(a):
     return np.concatenate([u * flip, s[..., None, :], np.swapaxes(vh, -1, -2) * flip], axis=-2)
 
 
-def _matrices(name, x):
-    """The shape of ``x``, checked to be (batches of) floating matrices of any size."""
+def _matrices(name, x, too_few=None):
+    """The shape of ``x``, checked to be (batches of) floating matrices of any size;
+    ``too_few`` is the message for fewer than 2 dims where PyTorch's op has its own."""
     s = tuple(x.shape)
     if len(s) < 2:
-        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 dimensions, "
-                           f"got shape {list(s)}")
+        raise RuntimeError(too_few or f"linalg.{name}: The input tensor A must have at least 2 dimensions, "
+                                      f"got shape {list(s)}")
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"linalg.{name}: Expected a floating point tensor as input. Got {x.dtype.name}")
     return s

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .decompositions import _f
+from .decompositions import _matrices as _checked_matrices
 from .linalg import MATMUL, SOLVE, _mT, _tril
 from .registry import defop
 
@@ -65,13 +66,8 @@ def _lu_factor_impl(a, check):
 
 
 def _matrices(name, a):
-    s = tuple(a.shape)
-    if len(s) < 2:
-        raise RuntimeError(f"torch.{name}: Expected tensor with 2 or more dimensions. Got size: "
-                           f"{list(s)} instead")
-    if not a.dtype.is_floating_point:
-        raise RuntimeError(f"linalg.{name}: Expected a floating point tensor as input. Got {a.dtype.name}")
-    return s
+    return _checked_matrices(name, a, f"torch.{name}: Expected tensor with 2 or more dimensions. Got size: "
+                            f"{list(a.shape)} instead")
 
 
 def _infer_lu_factor(a, check):
