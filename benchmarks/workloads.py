@@ -30,9 +30,10 @@ def _mlp(sizes, act):
     return tg.nn.Sequential(*layers)
 
 
-def _classifier_step(model, opt, backend):
-    """One training step of ``model`` with cross entropy and ``opt`` (compiled unless
-    ``backend`` is None); ``step.params`` are the model's parameters."""
+def _classifier_step(model, opt, backend, options=None):
+    """One training step of ``model`` with cross entropy and ``opt`` (compiled with the C
+    backend's ``options`` unless ``backend`` is None); ``step.params`` are the model's
+    parameters."""
     def step(x, y):
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
@@ -40,14 +41,15 @@ def _classifier_step(model, opt, backend):
         opt.step()
         return loss
 
-    step = tg.compile(step, backend=backend) if backend else step
+    step = tg.compile(step, backend=backend, options=options) if backend else step
     step.params = list(model.parameters())
     return step
 
 
-def make_tiny(backend="c", batch=32):
+def make_tiny(backend="c", batch=32, options=None):
     model = _mlp([64, 128, 128, 10], tg.nn.Tanh)
-    return _classifier_step(model, tg.optim.SGD(model.parameters(), lr=0.1), backend), _data(batch, 64, 10)
+    return (_classifier_step(model, tg.optim.SGD(model.parameters(), lr=0.1), backend, options),
+            _data(batch, 64, 10))
 
 
 def make_medium(backend="c", batch=256):

@@ -57,7 +57,8 @@ def _templates_dir():
     return Path(__file__).resolve().parents[3] / "codegen_templates"
 
 
-_SOURCES = ("__init__.py", "lower.py", "kernels.py", "factor_kernels.py", "views.py", "memory.py")
+_SOURCES = ("__init__.py", "lower.py", "kernels.py", "factor_kernels.py", "views.py", "memory.py",
+            "batch_split.py")
 
 
 def _codegen_fingerprint():
@@ -79,7 +80,7 @@ _fingerprint = None
 # The C declarations every generated program exports (runtime.h.j2, program.c.j2).
 FFI_CDEF = ("int tg_run(void **args, char *ws); int tg_run_dyn(void **args, char *ws, int64_t B); "
             "void tg_set_blas(void *s, void *d, int ilp64, void *threads_local, void *set_threads, "
-            "void *get_threads, void *somatcopy, void *domatcopy);")
+            "void *get_threads, void *somatcopy, void *domatcopy); void tg_set_pool(void *parallel2);")
 
 
 def generate_cffi_module(directory):
@@ -144,16 +145,22 @@ def render(plan, name="graph", export=None, dynamic=False):
     the loader-only ``tg_set_blas`` and its mutable globals (BLAS then comes from -DTG_BLAS).
     ``dynamic`` renders ``tg_run_dyn(args, ws, tg_B)`` for backends/c/symbolic.py, which
     rewrites the batch-dependent literals into expressions of ``tg_B``."""
+    return render_template("program.c.j2", buffers=plan.buffers, kernels=plan.kernels, name=name,
+                           export=export or "", dynamic=dynamic,
+                           vector_math=not export and plan.fast_math)
+
+
+def render_template(template, **context):
+    """Render one of codegen_templates/ with the settings every program shares."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_templates_dir())),
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
-    return env.get_template("program.c.j2").render(
-        buffers=plan.buffers, kernels=plan.kernels, name=name, codegen_version=CODEGEN_VERSION,
-        export=export or "", dynamic=dynamic, mvec_functions=MVEC_FUNCTIONS, mvec_binary=MVEC_BINARY,
-        blas_serial_work=BLAS_SERIAL_WORK,
-        vector_math=not export and plan.fast_math)
+    context = dict(dict(codegen_version=CODEGEN_VERSION, export="", dynamic=False,
+                        mvec_functions=MVEC_FUNCTIONS, mvec_binary=MVEC_BINARY,
+                        blas_serial_work=BLAS_SERIAL_WORK), **context)
+    return env.get_template(template).render(**context)
 
 
 def cache_key(graph, options, flag_list, cc_version):
@@ -199,15 +206,42 @@ def resolve_openmp(graph, options):
     return any(int(np.prod(n.out.shape, dtype=np.int64)) >= AUTO_OPENMP_MIN_ELEMENTS for n in graph.nodes)
 
 
+def resolve_split(graph, options):
+    """The ``batch_split`` option as a ``batch_split.Split`` or None: whether the program runs
+    its rows on two threads (backends/c/batch_split.py). ``"auto"`` (the default) splits when
+    two or more threads are allowed (``tg.set_num_threads``), the program has no OpenMP loops,
+    each product of a half is small enough for one BLAS thread, and the halves' products
+    outweigh the partials they pass on (``SPLIT_MIN_PRODUCT_WORK``, ``SPLIT_WORK_PER_PARTIAL``
+    there: tiny's MLP step splits from batch 64 on); ``True`` splits whatever can be, ``False``
+    never."""
+    from .batch_split import SPLIT_MIN_PRODUCT_WORK, SPLIT_WORK_PER_PARTIAL, split_batch
+    from .threads import get_num_threads
+
+    value = options.get("batch_split", "auto")
+    if not value or options["openmp"] or (value == "auto" and get_num_threads() < 2):
+        return None
+    found = split_batch(graph)
+    if found is None or value != "auto":
+        return found
+    work = sum(found.products)
+    if (any(w >= BLAS_SERIAL_WORK for w in found.products) or work < SPLIT_MIN_PRODUCT_WORK
+            or work < SPLIT_WORK_PER_PARTIAL * found.partial_elements):
+        return None
+    return found
+
+
 def build(graph, options=None):
     """Build ``graph`` into a C executable (raises Unsupported for ops without a lowering;
     without a working compiler: warns once and returns the interpreter's executable)."""
     global _warned_no_compiler
     from . import toolchain
     from .lower import lower
+    from .batch_split import lower_split
 
     options = dict(options or {})
     options["openmp"] = resolve_openmp(graph, options)
+    split = resolve_split(graph, options)
+    options["batch_split"] = split is not None
     try:
         cc_version, flag_list = toolchain.toolchain(openmp=options["openmp"],
                                                     native=options.get("native", True))
@@ -222,7 +256,9 @@ def build(graph, options=None):
     state = {}
 
     def lowered():
-        if "plan" not in state:
+        if "plan" not in state and split is not None:
+            state["plan"], state["source"] = lower_split(split, graph, options)
+        elif "plan" not in state:
             state["plan"] = lower(graph, options)
             state["source"] = render(state["plan"], graph.name)
         return state["plan"], state["source"]
@@ -232,7 +268,8 @@ def build(graph, options=None):
         so = toolchain.compile_shared(source, str(tmpdir), flag_list)
         meta = {"workspace": plan.workspace, "source": source,
                 "outputs": [[list(s), np.dtype(d).str] for s, d in plan.out_specs],
-                "inplace": [list(p) for p in plan.inplace], "deferred": list(plan.deferred)}
+                "inplace": [list(p) for p in plan.inplace], "deferred": list(plan.deferred),
+                "batch_split": split is not None}
         return so, meta
 
     key = cache_key(graph, options, flag_list, cc_version)
@@ -275,6 +312,10 @@ class CExecutable:
         self._lib.tg_set_blas(ptr(b.sgemm), ptr(b.dgemm), b.ilp64, ptr(b.threads_local),
                               ptr(b.set_threads), ptr(b.get_threads), ptr(b.somatcopy),
                               ptr(b.domatcopy))
+        if meta.get("batch_split"):  # batch_split.c.j2: the halves run on pool.c's worker
+            from .pool import parallel2_address
+
+            self._lib.tg_set_pool(ptr(parallel2_address()))
         self._run = getattr(self._lib, self.entry)
         self._in_dtypes = [v.dtype.np for v in graph.inputs]
         self._n_in = len(graph.inputs)

@@ -2,7 +2,8 @@
 
 The count goes to every thread pool tracegrad's work runs on: the OpenMP runtime of compiled
 programs (``omp_set_num_threads``, now or when the first program brings the runtime in),
-tracegrad's own OpenBLAS (compiled matrix products) and NumPy's OpenBLAS (eager products).
+tracegrad's own OpenBLAS (compiled matrix products), NumPy's OpenBLAS (eager products) and the
+worker of batch-split programs (one thread: on while the count is 2 or more).
 As in PyTorch, OpenMP takes the setting per calling thread: set it from the thread that runs
 the compiled functions.
 """
@@ -23,6 +24,9 @@ def set_num_threads(n):
         apply_to_openmp(lib)
     for lib, setter in _blas_setters():
         getattr(lib, setter)(ctypes.c_int(n))
+    from .pool import set_threads
+
+    set_threads(n)  # the worker of split programs (backends/c/batch_split.py)
 
 
 def apply_to_openmp(runtime):
