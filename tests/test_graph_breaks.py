@@ -183,3 +183,22 @@ def test_python_reads_of_constants_made_in_the_function_need_no_break():
     assert compiled(tg.ones(2)).tolist() == [3.5, 3.5]
     with pytest.raises(tg.compiler.CompileError, match=r"\.item\(\) on a traced tensor"):
         tg.compile(lambda x: x * (x.sum() + tg.tensor(1.0)).item(), backend="c", fullgraph=True)(tg.ones(2))
+
+
+def test_outputs_whose_backward_was_freed_inside_run_eagerly():
+    """An output that requires grad through values an inner ``autograd.grad`` freed: eager
+    mode raises only if its backward runs, so the compiled function runs eagerly (warning)
+    instead of failing at the call; ``fullgraph=True`` names the reason."""
+    w = tg.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
+
+    def f(x):
+        y = (x @ w).tanh()
+        return y.sum(dim=1), tg.autograd.grad(y.sum(), [w])[0]
+
+    x = tg.tensor([[1.0, 2.0], [-0.5, 0.3]])
+    with pytest.warns(RuntimeWarning, match="freed"):
+        got = tg.compile(f, backend="c")(x)
+    assert_tree_close(to_np(got), to_np(f(x)), "results")
+    assert got[0].requires_grad
+    with pytest.raises(tg.compiler.CompileError, match="freed"):
+        tg.compile(f, fullgraph=True)(x)

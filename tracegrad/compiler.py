@@ -134,7 +134,17 @@ def capture_graphs(fn, args, kwargs, options=None, name=None, extra_guards=(), k
     grad_inputs, positions = [], []
     if cap.diff_outputs:
         with trace.tracing(cap.tracer):
-            _, grad_inputs, grad_outputs = autodiff.differentiate(cap, cap.tracer, joint)
+            try:
+                _, grad_inputs, grad_outputs = autodiff.differentiate(cap, cap.tracer, joint)
+            except RuntimeError as e:
+                from .autograd.graph import FREED_MESSAGE
+
+                if str(e) != FREED_MESSAGE:
+                    raise
+                # eager mode raises this only when the outputs' backward is run: stay eager
+                raise trace.GraphBreak("an output's backward would read values that a backward() "
+                                       "or autograd.grad() inside the function freed (no "
+                                       "retain_graph=True)") from None
         if grad_outputs:
             joint.outputs += [v for _, v in grad_outputs]
             positions = [p for p, _ in grad_outputs]

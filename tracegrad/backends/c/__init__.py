@@ -27,6 +27,7 @@ import hashlib
 import importlib.resources
 import os
 import sys
+import threading
 import warnings
 from operator import is_
 from pathlib import Path
@@ -339,6 +340,7 @@ class CExecutable:
         # paired input follows the write: lower._hazards)
         self.deferred = list(meta.get("deferred", ()))
         self._reset_outputs()
+        self._lock = threading.Lock()
 
     def _reset_outputs(self):
         """Start over with output buffers of the shapes in ``self._outs``."""
@@ -361,7 +363,28 @@ class CExecutable:
                 ptrs[k] = self._from_buffer(pool[pos])
             results[pos] = pool[pos]
 
+    # One call at a time: a call binds its arrays into the shared pointer array, runs in the
+    # one workspace and hands out reused result buffers, and cffi lets go of the GIL while the
+    # native code runs, so two threads calling at once would compute on each other's inputs.
     def __call__(self, inputs):
+        with self._lock:
+            return self._call(inputs)
+
+    def run_into(self, inputs, targets):
+        """Run, writing each result of ``self.inplace`` into its target (one array or None per
+        entry: the user's storage that result is written back to) when that is safe: the
+        target is C-contiguous, writeable, of the result's shape and dtype, is its paired
+        input's very array (when paired) and overlaps no other input or target. Other results
+        come in fresh buffers, as from ``__call__``. A target written is returned itself
+        (``results[pos] is target``), so the caller skips the copy.
+
+        The arrangement is kept while the inputs and targets are the same objects (their
+        memory cannot move); a new input is checked against the targets in use (one
+        ``np.may_share_memory`` each); new targets arrange again."""
+        with self._lock:
+            return self._run_into(inputs, targets)
+
+    def _call(self, inputs):
         self._into = None  # the output slots below no longer point at run_into's targets
         ptrs, last, fb = self._ptrs, self._last, self._from_buffer
         keep = None
@@ -382,17 +405,7 @@ class CExecutable:
             self._raise(inputs)
         return outs
 
-    def run_into(self, inputs, targets):
-        """Run, writing each result of ``self.inplace`` into its target (one array or None per
-        entry: the user's storage that result is written back to) when that is safe: the
-        target is C-contiguous, writeable, of the result's shape and dtype, is its paired
-        input's very array (when paired) and overlaps no other input or target. Other results
-        come in fresh buffers, as from ``__call__``. A target written is returned itself
-        (``results[pos] is target``), so the caller skips the copy.
-
-        The arrangement is kept while the inputs and targets are the same objects (their
-        memory cannot move); a new input is checked against the targets in use (one
-        ``np.may_share_memory`` each); new targets arrange again."""
+    def _run_into(self, inputs, targets):
         ptrs, last, fb = self._ptrs, self._last, self._from_buffer
         keep = new = None
         if not all(map(is_, inputs, last)):  # (the usual step: parameters keep their arrays)

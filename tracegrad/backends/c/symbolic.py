@@ -361,16 +361,17 @@ class DynamicCExecutable(CExecutable):
         return inputs[i].shape[d] if i is not None else 0
 
     def __call__(self, inputs, batch=None):
-        batch = self._batch_of(inputs) if batch is None else batch
-        if batch != self.last_batch:
-            self._set_batch(batch)
-        return super().__call__(inputs)
+        with self._lock:
+            batch = self._batch_of(inputs) if batch is None else batch
+            if batch != self.last_batch:
+                self._set_batch(batch)
+            return self._call(inputs)
 
-    def run_into(self, inputs, targets):
+    def _run_into(self, inputs, targets):
         batch = self._batch_of(inputs)
         if batch != self.last_batch:
             self._set_batch(batch)
-        return super().run_into(inputs, targets)
+        return super()._run_into(inputs, targets)
 
     def _raise(self, inputs):
         # (the interpreter's graph has the first sample's sizes: it cannot name the error)
