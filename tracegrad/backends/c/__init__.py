@@ -340,7 +340,7 @@ class CExecutable:
         # paired input follows the write: lower._hazards)
         self.deferred = list(meta.get("deferred", ()))
         self._reset_outputs()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def _reset_outputs(self):
         """Start over with output buffers of the shapes in ``self._outs``."""
@@ -363,26 +363,13 @@ class CExecutable:
                 ptrs[k] = self._from_buffer(pool[pos])
             results[pos] = pool[pos]
 
-    # One call at a time: a call binds its arrays into the shared pointer array, runs in the
-    # one workspace and hands out reused result buffers, and cffi lets go of the GIL while the
-    # native code runs, so two threads calling at once would compute on each other's inputs.
+    # One call at a time (self._lock, re-entrant for DynamicCExecutable): a call binds its
+    # arrays into the shared pointer array, runs in the one workspace and hands out reused
+    # result buffers, and cffi lets go of the GIL while the native code runs, so two threads
+    # calling at once would compute on each other's inputs.
     def __call__(self, inputs):
         with self._lock:
             return self._call(inputs)
-
-    def run_into(self, inputs, targets):
-        """Run, writing each result of ``self.inplace`` into its target (one array or None per
-        entry: the user's storage that result is written back to) when that is safe: the
-        target is C-contiguous, writeable, of the result's shape and dtype, is its paired
-        input's very array (when paired) and overlaps no other input or target. Other results
-        come in fresh buffers, as from ``__call__``. A target written is returned itself
-        (``results[pos] is target``), so the caller skips the copy.
-
-        The arrangement is kept while the inputs and targets are the same objects (their
-        memory cannot move); a new input is checked against the targets in use (one
-        ``np.may_share_memory`` each); new targets arrange again."""
-        with self._lock:
-            return self._run_into(inputs, targets)
 
     def _call(self, inputs):
         self._into = None  # the output slots below no longer point at run_into's targets
@@ -405,39 +392,50 @@ class CExecutable:
             self._raise(inputs)
         return outs
 
-    def _run_into(self, inputs, targets):
-        ptrs, last, fb = self._ptrs, self._last, self._from_buffer
-        keep = new = None
-        if not all(map(is_, inputs, last)):  # (the usual step: parameters keep their arrays)
-            for i, a in enumerate(inputs):
-                if a is last[i]:
-                    continue
-                if a.dtype != self._in_dtypes[i] or not a.flags.c_contiguous:
-                    a = np.ascontiguousarray(a, dtype=self._in_dtypes[i])
-                    keep = [] if keep is None else keep
-                    keep.append(a)  # a copy made before the call: safe to read whatever happens
-                    last[i] = None
-                else:
-                    last[i] = a
-                    new = [] if new is None else new
-                    new.append(i)
-                ptrs[i] = fb(a)
-        into = self._into
-        if into is None or not all(map(is_, targets, into[1])):
-            into = self._arrange(inputs, targets)
-        elif new is not None and into[0]:
-            into = self._arrange(inputs, targets)  # a target left out may fit again
-        elif new is not None:
-            for i in new:
-                a = inputs[i]
-                if any(k != i and np.may_share_memory(a, t) for _, t, k in into[2]):
-                    into = self._arrange(inputs, targets)
-                    break
-        results = list(into[3])
-        self._fresh_outputs(into[4], results)
-        if self._run(ptrs, self._ws):
-            self._raise(inputs)
-        return results
+    def run_into(self, inputs, targets):
+        """Run, writing each result of ``self.inplace`` into its target (one array or None per
+        entry: the user's storage that result is written back to) when that is safe: the
+        target is C-contiguous, writeable, of the result's shape and dtype, is its paired
+        input's very array (when paired) and overlaps no other input or target. Other results
+        come in fresh buffers, as from ``__call__``. A target written is returned itself
+        (``results[pos] is target``), so the caller skips the copy.
+
+        The arrangement is kept while the inputs and targets are the same objects (their
+        memory cannot move); a new input is checked against the targets in use (one
+        ``np.may_share_memory`` each); new targets arrange again."""
+        with self._lock:  # (the body inline: this is every compiled training step's path)
+            ptrs, last, fb = self._ptrs, self._last, self._from_buffer
+            keep = new = None
+            if not all(map(is_, inputs, last)):  # (the usual step: parameters keep their arrays)
+                for i, a in enumerate(inputs):
+                    if a is last[i]:
+                        continue
+                    if a.dtype != self._in_dtypes[i] or not a.flags.c_contiguous:
+                        a = np.ascontiguousarray(a, dtype=self._in_dtypes[i])
+                        keep = [] if keep is None else keep
+                        keep.append(a)  # a copy made before the call: safe to read whatever happens
+                        last[i] = None
+                    else:
+                        last[i] = a
+                        new = [] if new is None else new
+                        new.append(i)
+                    ptrs[i] = fb(a)
+            into = self._into
+            if into is None or not all(map(is_, targets, into[1])):
+                into = self._arrange(inputs, targets)
+            elif new is not None and into[0]:
+                into = self._arrange(inputs, targets)  # a target left out may fit again
+            elif new is not None:
+                for i in new:
+                    a = inputs[i]
+                    if any(k != i and np.may_share_memory(a, t) for _, t, k in into[2]):
+                        into = self._arrange(inputs, targets)
+                        break
+            results = list(into[3])
+            self._fresh_outputs(into[4], results)
+            if self._run(ptrs, self._ws):
+                self._raise(inputs)
+            return results
 
     def _arrange(self, inputs, targets):
         """Decide which targets run_into writes directly; point their output slots at them.

@@ -367,11 +367,12 @@ class DynamicCExecutable(CExecutable):
                 self._set_batch(batch)
             return self._call(inputs)
 
-    def _run_into(self, inputs, targets):
-        batch = self._batch_of(inputs)
-        if batch != self.last_batch:
-            self._set_batch(batch)
-        return super()._run_into(inputs, targets)
+    def run_into(self, inputs, targets):
+        with self._lock:
+            batch = self._batch_of(inputs)
+            if batch != self.last_batch:
+                self._set_batch(batch)
+            return super().run_into(inputs, targets)
 
     def _raise(self, inputs):
         # (the interpreter's graph has the first sample's sizes: it cannot name the error)
