@@ -41,13 +41,14 @@ from ...ir.graph import Graph
 from ...ir.passes.simplify import uniform_value
 from ...ops.registry import REGISTRY
 
-# The auto rule (backends/c.resolve_split), measured on tiny's MLP (docs/performance.md): the
-# halves' products must outweigh the partials passed between the cores (a weight gradient's
-# partial is read by the other core, and the parameters it updates were read by both, so every
-# one of their cache lines crosses between the cores each step). Batch 32 (42 multiply-adds of
-# the half per partial element) lost, 62 -> 68 us; batch 64 (84) won, 118 -> 90 us.
+# The auto rule (backends/c.resolve_split), measured on tiny's MLP with
+# benchmarks/bench_batch_split.py (docs/performance.md): the halves' products must outweigh the
+# partials passed between the cores (a core reads the other's partials, and writing a parameter
+# both cores read invalidates the other's copy of its cache lines). Split / whole: batch 16
+# (21 multiply-adds of a half per partial element) 1.26, batch 32 (42) 0.92-0.96, batch 48 (64)
+# 0.83-0.85, batch 64 (85) 0.69.
 SPLIT_MIN_PRODUCT_WORK = 1 << 19  # multiply-adds of one half's products, at least
-SPLIT_WORK_PER_PARTIAL = 64  # ... and this many per element of the partials
+SPLIT_WORK_PER_PARTIAL = 40  # ... and this many per element of the partials
 RECOMPUTE_MAX_ELEMENTS = 1 << 16  # batch-dependent values a half may compute over the whole batch
 VIEWS = ("reshape", "permute", "expand", "slice", "flip")
 MERGE = {"sum": "add"}  # a reduction over the batch -> how two halves' partials combine
@@ -60,22 +61,19 @@ class _Unsplittable(Exception):
 class Split:
     """The two programs and how the driver (batch_split.c.j2) feeds them.
 
-    ``half_inputs``: per input of ``half``, ``(original input index, halved)``; ``half_consts``
-    and ``tail_consts``: per constant of each program, the original constant's index;
+    ``half_inputs``: per input of ``half``, ``(original input index, halved)``;
     ``half_outputs``: per output of ``half``, ``("rows", key)`` (a batched value's rows, bytes
     per half at the key's buffer) or ``("partial", key)``; ``tail_inputs``: per input of
     ``tail`` after the original inputs, ``("rows", key)`` or ``("partial", key, h)``."""
 
-    def __init__(self, batch, half, tail, half_inputs, half_outputs, tail_inputs, half_consts,
-                 tail_consts, products, partial_elements):
+    def __init__(self, batch, half, tail, half_inputs, half_outputs, tail_inputs, products,
+                 partial_elements):
         self.batch = batch
         self.half = half
         self.tail = tail
         self.half_inputs = half_inputs
         self.half_outputs = half_outputs
         self.tail_inputs = tail_inputs
-        self.half_consts = half_consts
-        self.tail_consts = tail_consts
         self.products = products  # multiply-adds of each product of the half program
         self.partial_elements = partial_elements
 
@@ -105,7 +103,6 @@ class _Splitter:
         self.H = self.B // 2
         self.cls = {}  # id(value) -> ("B", dim) | ("P", merge op) | ("F",)
         self.orig_index = {id(v): i for i, v in enumerate(graph.inputs)}
-        self.const_index = {id(c): i for i, c in enumerate(graph.constants())}
         for i, v in enumerate(graph.inputs):
             batched = (v.label or "").startswith("arg") and v.ndim >= 1 and v.shape[0] == self.B
             self.cls[id(v)] = ("B", 0) if batched else ("F",)
@@ -177,7 +174,7 @@ class _Splitter:
         self.tail = Graph(g.name + "_tail")
         self.half_inputs, self.half_outputs, self.tail_inputs = [], [], []
         self.h_half, self.h_full, self.t_val = {}, {}, {}
-        self.h_consts, self.t_consts = {}, {}
+        self.h_consts, self.t_consts = {}, {}  # id(original constant) -> this program's
         self.recomputed = 0
         self.rows, self.partials = {}, {}  # id(value) -> key, in order of first use
         for v in g.inputs:
@@ -199,16 +196,15 @@ class _Splitter:
         self.half.renumber()
         self.tail.renumber()
         return Split(self.B, self.half, self.tail, self.half_inputs, self.half_outputs,
-                     self.tail_inputs, _const_map(self.half, self.h_consts),
-                     _const_map(self.tail, self.t_consts), products,
+                     self.tail_inputs, products,
                      sum(v.numel for key, v in self.partials.values()))
 
     def _const(self, graph, memo, v):
         if v.kind == "literal":
             return v
         if id(v) not in memo:
-            memo[id(v)] = (graph.const(v.data, v.dtype), self.const_index[id(v)])
-        return memo[id(v)][0]
+            memo[id(v)] = graph.const(v.data, v.dtype)  # (the same array: see _const_index)
+        return memo[id(v)]
 
     def _half(self, v):
         """v's rows of one half (v batched)."""
@@ -354,21 +350,23 @@ def _half_attrs(n, b, B, H):
     return attrs
 
 
-def _const_map(graph, memo):
-    by_id = {id(c): k for c, k in memo.values()}
-    return [by_id[id(c)] for c in graph.constants()]
+def _const_index(graph):
+    """id(constant data) -> the constant's argument index in ``graph`` (the programs a split
+    makes share the original constants' arrays)."""
+    return {id(c.data): k for k, c in enumerate(graph.constants())}
 
 
 def lower_split(split, graph, options):
-    """Lower both programs of ``split`` and render the driver (batch_split.c.j2): returns the tail's
-    plan, standing for the whole program (its outputs, in-place slots and the one workspace,
-    laid out as both halves' workspaces, the batched values' rows, the partials and the
-    tail's workspace), and the C source."""
+    """Lower the programs of ``split`` and render the driver (batch_split.c.j2). Returns a plan
+    standing for the whole program (the original outputs, in-place slots and deferred copies,
+    and one workspace laid out as both halves' workspaces, the batched values' rows, the
+    partials and the tails' workspaces) and the C source."""
     from . import render_template
-    from .lower import lower
+    from .lower import Plan, lower
 
     half = lower(split.half, dict(options, inplace=()))
-    tail = lower(split.tail, options)
+    tails = [(lower(g, dict(options, inplace=pairs)), positions)
+             for g, positions, pairs in _tail_groups(split.tail, options.get("inplace", ()))]
     offset = 0
 
     def block(nbytes):
@@ -378,35 +376,124 @@ def lower_split(split, graph, options):
         return start
 
     half_ws = [block(half.workspace), block(half.workspace)]
-    outs = split.half.outputs
     rows, partials = {}, {}
-    for (what, key), v in zip(split.half_outputs, outs):
+    for (what, key), v in zip(split.half_outputs, split.half.outputs):
         if what == "rows":  # the whole batch's rows; a half writes its own
             rows[key] = (block(2 * v.nbytes), v.nbytes)
         else:
             partials[key] = (block(v.nbytes), block(v.nbytes))
-    tail_ws = block(tail.workspace)
+    tail_ws = [block(plan.workspace) for plan, _ in tails]
 
-    n_in = len(graph.inputs)
+    n_in, consts = len(graph.inputs), _const_index(graph)
     half_slots = []
     for v, (i, halved) in zip(split.half.inputs, split.half_inputs):
         half_slots.append(f"(char *)args[{i}] + h * {v.nbytes}" if halved else f"args[{i}]")
-    half_slots += [f"args[{n_in + c}]" for c in split.half_consts]
+    half_slots += [f"args[{n_in + consts[id(c.data)]}]" for c in split.half.constants()]
     for (what, key) in split.half_outputs:
         if what == "rows":
             start, size = rows[key]
             half_slots.append(f"ws + {start} + h * {size}")
         else:
             half_slots.append(f"ws + (h ? {partials[key][1]} : {partials[key][0]})")
-    tail_slots = [f"args[{i}]" for i in range(n_in)]
+    in_slots = [f"args[{i}]" for i in range(n_in)]
     for entry in split.tail_inputs:
-        tail_slots.append(f"ws + {rows[entry[1]][0]}" if entry[0] == "rows"
-                          else f"ws + {partials[entry[1]][entry[2]]}")
-    tail_slots += [f"args[{n_in + c}]" for c in split.tail_consts]
-    n_consts = len(graph.constants())
-    tail_slots += [f"args[{n_in + n_consts + k}]" for k in range(len(tail.out_specs))]
-    source = render_template("batch_split.c.j2", half=half, tail=tail, name=graph.name,
-                             half_slots=half_slots, tail_slots=tail_slots, half_ws=half_ws,
-                             tail_ws=tail_ws, vector_math=tail.fast_math and half.fast_math)
-    tail.workspace = offset
-    return tail, source
+        in_slots.append(f"ws + {rows[entry[1]][0]}" if entry[0] == "rows"
+                        else f"ws + {partials[entry[1]][entry[2]]}")
+    out0 = n_in + len(consts)
+    tail_slots = [in_slots + [f"args[{n_in + consts[id(c.data)]}]" for c in plan.graph.constants()]
+                  + [f"args[{out0 + pos}]" for pos in positions] for plan, positions in tails]
+    source = render_template("batch_split.c.j2", half=half, tails=[plan for plan, _ in tails],
+                             name=graph.name, half_slots=half_slots, tail_slots=tail_slots,
+                             half_ws=half_ws, tail_ws=tail_ws,
+                             vector_math=all(p.fast_math for p in [half] + [t for t, _ in tails]))
+    whole = Plan(graph)
+    whole.workspace = offset
+    whole.out_specs = [None] * sum(len(positions) for _, positions in tails)
+    for plan, positions in tails:
+        for spec, pos in zip(plan.out_specs, positions):
+            whole.out_specs[pos] = spec
+        whole.inplace += [(positions[q], k) for q, k in plan.inplace]
+        whole.deferred += tuple(positions[q] for q in plan.deferred)
+    whole.inplace.sort()
+    whole.deferred = tuple(sorted(whole.deferred))
+    return whole, source
+
+
+TAIL_SHARED_MAX_ELEMENTS = 256  # a value both tails may compute (a scalar, a learning rate)
+TAIL_MIN_SHARE = 0.2  # the smaller tail's share of the work, at least, for two tails
+
+
+def _tail_groups(tail, inplace):
+    """The tail as one or two programs that can run at once: ``[(graph, positions, pairs)]``,
+    ``positions`` the original output slots of each graph's outputs, ``pairs`` its in-place
+    pairs. The write-backs are shared out so that nothing large is computed twice and no program
+    reads a tensor the other writes in place (a parameter and its own update stay together);
+    all plain outputs stay in the first. One program when no even share exists. Two tails
+    update the parameters from both cores, each writing the half of the cache lines that the
+    other core read in its half of the batch, at once."""
+    from ...ir.passes.dce import dce
+
+    n_out = len(tail.outputs)
+    roots = list(tail.outputs) + [v for v, _ in tail.writebacks]
+    cones, cost = [], []
+    for v in roots:
+        seen, stack = set(), [v]
+        while stack:
+            u = stack.pop()
+            if id(u) not in seen and (u.node is not None or u.kind == "input"):
+                seen.add(id(u))
+                stack.extend(u.node.inputs if u.node is not None else ())
+        cones.append(seen)
+    by_id = {id(n.out): n.out for n in tail.nodes}
+    by_id.update({id(v): v for v in tail.inputs})
+    parent = list(range(len(roots)))
+
+    def find(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    def join(a, b):
+        parent[find(a)] = find(b)
+
+    for a in range(1, n_out):
+        join(a, 0)
+    owner = {}
+    for a, cone in enumerate(cones):
+        for u in cone:
+            v = by_id[u]
+            if v.kind != "input" and v.numel > TAIL_SHARED_MAX_ELEMENTS:
+                if u in owner:
+                    join(a, owner[u])
+                owner[u] = a
+    for j, k in inplace:  # a write into input k's storage goes with every reader of input k
+        if k >= 0:
+            for a, cone in enumerate(cones):
+                if id(tail.inputs[k]) in cone:
+                    join(n_out + j, a)
+    groups = {}
+    for a in range(len(roots)):
+        groups.setdefault(find(a), []).append(a)
+    work = {r: sum(by_id[u].numel for a in members for u in cones[a] if by_id[u].kind != "input")
+            for r, members in groups.items()}
+    bins, loads = [[], []], [0, 0]
+    for r in sorted(groups, key=lambda r: (0 in groups[r], work[r]), reverse=True):
+        b = 0 if (0 in groups[r] or loads[0] <= loads[1]) else 1
+        bins[b] += groups[r]
+        loads[b] += work[r]
+    pairs = dict(inplace)
+    if not bins[1] or min(loads) < TAIL_MIN_SHARE * sum(loads):
+        return [(tail, list(range(len(roots))), list(inplace))]
+    out = []
+    for members in bins:
+        members = sorted(members)
+        g = tail.clone()
+        g.outputs = [g.outputs[a] for a in members if a < n_out]
+        g.saved = [v for v in g.saved if any(v is o for o in g.outputs)]
+        g.writebacks = [g.writebacks[a - n_out] for a in members if a >= n_out]
+        dce(g)
+        local = [(q, pairs[a - n_out]) for q, a in enumerate(m for m in members if m >= n_out)
+                 if a - n_out in pairs]
+        out.append((g.renumber(), members, local))
+    return out
