@@ -204,6 +204,9 @@ UNARY = {
     "batch_sum": lambda t: t.sum(dim=0) * t,  # reduced over the batch, then read by every row
     "gram": lambda t: t + (t.t() @ t).sum() if t.ndim == 2 else t,
     "amax_first": lambda t: t.amax(dim=0, keepdim=True) + t if t.ndim == 2 else t,
+    "cumsum": lambda t: t.cumsum(dim=-1),
+    "cumsum_transposed": lambda t: t.t().cumsum(dim=0).t() if t.ndim == 2 else t,
+    "argmax": lambda t: t * t.argmax(dim=-1, keepdim=True).to(t.dtype) if t.ndim == 2 else t,
 }
 BINARY = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b,
           "where": lambda a, b: tg.where(a > b, a, b)}
@@ -274,3 +277,18 @@ def test_one_thread_runs_both_halves_on_the_caller(monkeypatch):
         tg.set_num_threads(before)
     assert np.array_equal(f(x).numpy(), want)
     assert is_split(f)
+
+
+def test_a_scan_keeps_the_batch_dim_where_it_is():
+    """cumsum along a dim before the batch's (a transposed batch) keeps every dim: the product
+    that follows mixes the samples, so the program must stay whole (a batch dim counted as
+    moved would split it, with another sample's rows in each half)."""
+    w = tg.randn(4, 4, dtype=tg.float64)
+
+    def f(x):
+        return (x.t().cumsum(dim=0) @ w) * 1.0
+
+    x = tg.randn(4, 4, dtype=tg.float64)
+    cf = tg.compile(f, fullgraph=True, options=SPLIT)
+    np.testing.assert_allclose(cf(x).numpy(), f(x).numpy(), rtol=1e-12)
+    assert not is_split(cf)

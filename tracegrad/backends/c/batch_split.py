@@ -143,13 +143,14 @@ class _Splitter:
             if b in _dims(n.attrs["dims"], n.out.ndim):
                 raise _Unsplittable(name)
             return ("B", b)
-        if kind == "reduce" and "dim" in n.attrs:
+        if kind == "reduce" and "dim" in n.attrs:  # (reductions, and scans such as cumsum)
             reduced = _dims(n.attrs["dim"], n.inputs[0].ndim)
             if b in reduced:
                 if name not in MERGE:
                     raise _Unsplittable(name)
                 return ("P", MERGE[name])
-            return ("B", b if n.attrs.get("keepdim") else b - sum(r < b for r in reduced))
+            kept = n.out.ndim == n.inputs[0].ndim  # keepdim, or a scan
+            return ("B", b if kept else b - sum(r < b for r in reduced))
         if name == "matmul" and all(i.ndim == 2 for i in n.inputs):
             da, db = dims
             if da == 0 and db is None:
@@ -332,6 +333,9 @@ def _product_work(node):
 
 
 def _dims(dims, ndim):
+    """A dim attribute as a set of non-negative dims (None: all of them)."""
+    if dims is None:
+        return set(range(ndim))
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     return {d % ndim for d in dims} if ndim else set()
 
