@@ -10,7 +10,8 @@ Timing: the contenders of a workload take turns, ``--rounds`` rounds of ``--step
 all of them rather than on whichever ran then; each time is the median of all its steps after
 warm-up. ``compile``: first call of ``tiny`` with an
 empty cache (a fresh cache directory), then in a new process with that warm cache.
-``overhead``: the per-call cost of Python around a compiled ``tiny`` step: the median step time
+``overhead``: the per-call cost of Python around a compiled ``tiny`` step (built whole, not
+batch-split: see overhead()): the median step time
 minus the median time of its native call alone (the same program, called in the same process,
 alternating blocks of calls); and, apart, the step with its native call replaced by a no-op
 (Python's own work, without the cache misses the native call leaves behind for it). Peers are
@@ -152,7 +153,10 @@ def overhead(calls=2000, rounds=7):
 
     import workloads
 
-    step, args = workloads.make_tiny("c")
+    # unsplit (options batch_split False): a split step's native call alone would write fresh
+    # buffers instead of the parameters both cores read, skipping the cross-core cache traffic
+    # the step itself pays, and "step - native" would count that traffic as Python's
+    step, args = workloads.make_tiny("c", options={"batch_split": False})
     step(*args)
     step(*args)
     exe = step.programs[0].executable
