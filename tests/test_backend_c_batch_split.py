@@ -149,13 +149,13 @@ def test_programs_whose_rows_are_not_independent_are_not_split(what):
 
 
 def test_auto_rule(monkeypatch):
-    """Auto splits tiny's MLP from batch 48 on, with two threads allowed; never on one."""
+    """Auto splits tiny's MLP from batch 64 on, with two threads allowed; never on one."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import workloads
     from tracegrad.backends.c import threads
 
     monkeypatch.setattr(threads, "get_num_threads", lambda: 2)
-    for batch, want in ((32, False), (48, True)):
+    for batch, want in ((48, False), (64, True)):
         step, args = workloads.make_tiny("c", batch=batch)
         step(*args)
         assert is_split(step) == want, batch

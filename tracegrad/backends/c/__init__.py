@@ -213,7 +213,7 @@ def resolve_split(graph, options):
     two or more threads are allowed (``tg.set_num_threads``), the program has no OpenMP loops,
     each product of a half is small enough for one BLAS thread, and the halves' products
     outweigh the partials they pass on (``SPLIT_MIN_PRODUCT_WORK``, ``SPLIT_WORK_PER_PARTIAL``
-    there: tiny's MLP step splits from batch 48 on); ``True`` splits whatever can be, ``False``
+    there: tiny's MLP step splits from batch 64 on); ``True`` splits whatever can be, ``False``
     never."""
     from .batch_split import SPLIT_MIN_PRODUCT_WORK, SPLIT_WORK_PER_PARTIAL, split_batch
     from .threads import get_num_threads
