@@ -441,7 +441,7 @@ def _tail_groups(tail, inplace):
 
     n_out = len(tail.outputs)
     roots = list(tail.outputs) + [v for v, _ in tail.writebacks]
-    cones, cost = [], []
+    cones = []
     for v in roots:
         seen, stack = set(), [v]
         while stack:
