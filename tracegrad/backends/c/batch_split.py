@@ -44,11 +44,11 @@ from ...ops.registry import REGISTRY
 # The auto rule (backends/c.resolve_split), measured on tiny's MLP with
 # benchmarks/bench_batch_split.py (docs/performance.md): the halves' products must outweigh the
 # partials passed between the cores (a core reads the other's partials, and writing a parameter
-# both cores read invalidates the other's copy of its cache lines). Split / whole over five
-# runs: batch 16 (21 multiply-adds of a half per partial element) 1.26; batch 32 (42)
-# 0.92-1.17; batch 48 (64) 0.83-1.08, by run; batch 64 (85) 0.67-0.80; batch 96 0.63-0.73. With
-# PyTorch's and JAX's threads in the process (bench_workloads.py), tiny at batch 32 took
-# 0.067-0.089 ms split against 0.060-0.078 ms whole in earlier runs. So auto starts at 80.
+# both cores read invalidates the other's copy of its cache lines). Split / whole, by batch
+# (multiply-adds of a half per partial element; runs): 16 (21; 2) 1.11-1.24, 32 (42; 6)
+# 0.92-1.17, 48 (64; 6) 0.83-1.08, 64 (85; 4) 0.67-0.80, 96 (4) 0.63-0.73. With PyTorch's and
+# JAX's threads in the process (bench_workloads.py), tiny at batch 32 took 0.067-0.089 ms split
+# against 0.060-0.078 ms whole in earlier runs. So auto starts at 80.
 SPLIT_MIN_PRODUCT_WORK = 1 << 19  # multiply-adds of one half's products, at least
 SPLIT_WORK_PER_PARTIAL = 80  # ... and this many per element of the partials
 RECOMPUTE_MAX_ELEMENTS = 1 << 16  # batch-dependent values a half may compute over the whole batch
