@@ -11,6 +11,7 @@
  * more than the wake-up; a caller that finds the worker taken by another thread's program, and
  * a child process after fork (no worker), run both halves themselves. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -126,7 +127,11 @@ int tg_parallel2(tg_half_fn fn, void **a0, char *w0, void **a1, char *w1) {
   if (atomic_compare_exchange_strong(&tg_pool.claim, &open, 2 * s + 1)) {
     rc1 = fn(a1, w1);  /* the worker had not started it: run it here */
   } else {
-    while (atomic_load(&tg_pool.done) != s) tg_relax();
+    /* (after a while, yield: on a busy machine the worker may be waiting for this core) */
+    for (unsigned spins = 0; atomic_load(&tg_pool.done) != s; spins++) {
+      if (spins < 100000) tg_relax();
+      else sched_yield();
+    }
     rc1 = tg_pool.rc;
   }
   pthread_mutex_unlock(&tg_pool.caller);
