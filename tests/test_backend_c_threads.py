@@ -11,14 +11,20 @@ import pytest
 import tracegrad as tg
 
 
+def _results(f, x):
+    return [o.detach().numpy().copy() for o in f(*x)]
+
+
 def _hammer(f, inputs, calls=150, threads=4):
-    want = [f(*x)[0].detach().numpy().copy() for x in inputs]
+    """Call ``f`` from ``threads`` threads at once, each on its own inputs; every result of
+    every call must equal that input's result computed alone."""
+    want = [_results(f, x) for x in inputs]
     wrong = []
 
     def worker(k):
         for _ in range(calls):
-            got = f(*inputs[k % len(inputs)])[0].detach().numpy()
-            if not np.allclose(got, want[k % len(inputs)], rtol=1e-6, atol=1e-6):
+            got = _results(f, inputs[k % len(inputs)])
+            if not all(np.allclose(g, w, rtol=1e-6, atol=1e-6) for g, w in zip(got, want[k % len(inputs)])):
                 wrong.append(k)
 
     ts = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
@@ -53,3 +59,17 @@ def test_concurrent_calls_at_different_batch_sizes_with_dynamic():
         cf(*x)
     _hammer(cf, inputs)
     assert len(cf.programs) <= 2
+
+
+def test_concurrent_forward_and_backward_programs():
+    """Outputs that require grad: each thread's backward runs on its own call's saved values."""
+    tg.manual_seed(0)
+    w = tg.randn(64, 32, requires_grad=True)
+    cf = tg.compile(lambda x: (x @ w).tanh().sum(dim=1))
+
+    def f(x):
+        out = cf(x)
+        return out.detach(), tg.autograd.grad(out.sum(), [w])[0]
+
+    _hammer(f, [(tg.randn(16, 64),) for _ in range(4)], calls=100)
+    assert len(cf.programs) == 1 and cf.programs[0].backward_executable is not None
