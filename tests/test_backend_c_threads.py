@@ -73,3 +73,51 @@ def test_concurrent_forward_and_backward_programs():
 
     _hammer(f, [(tg.randn(16, 64),) for _ in range(4)], calls=100)
     assert len(cf.programs) == 1 and cf.programs[0].backward_executable is not None
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_call_into_a_busy_executable_runs_on_a_twin(dynamic):
+    """While one thread's call runs (its lock held), another thread's call runs at once on a
+    twin with its own workspace and buffers, kept for later; results and in-place updates as
+    alone."""
+    tg.manual_seed(0)
+    w = tg.randn(8, 4, requires_grad=True)
+    opt = tg.optim.SGD([w], lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = (x @ w).tanh().square().sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    cf = tg.compile(step, dynamic=dynamic)
+    cf(tg.randn(6, 8))
+    if dynamic:
+        cf(tg.randn(5, 8))  # (the second batch size brings the runtime-batch build)
+        assert getattr(cf.programs[-1], "runtime_batch", False)
+    x = tg.randn(7, 8) if dynamic else tg.randn(6, 8)
+    exe = cf.programs[-1].executable
+    w_before = w.detach().numpy().copy()
+    ref = tg.tensor(w_before, requires_grad=True)
+    want = (x @ ref).tanh().square().sum()
+    want.backward()
+    busy = threading.Event()
+    release = threading.Event()
+
+    def hold():
+        with exe._lock:
+            busy.set()
+            release.wait(30)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    busy.wait(30)
+    try:
+        got = cf(x)
+    finally:
+        release.set()
+        t.join()
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+    np.testing.assert_allclose(w.detach().numpy(), w_before - 0.1 * ref.grad.numpy(), rtol=1e-6, atol=1e-7)
+    assert len(exe._twins) == 1

@@ -23,6 +23,7 @@ see ``generate_cffi_module``), so that a new process does not import pycparser t
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.resources
 import os
@@ -341,6 +342,36 @@ class CExecutable:
         self.deferred = list(meta.get("deferred", ()))
         self._reset_outputs()
         self._lock = threading.RLock()
+        self._twins = []  # idle twins (_twin), shared by this executable and its twins
+
+    def _twin(self):
+        """An executable for a call made while another thread's call runs in this one: the same
+        library, constants and result shapes, but its own pointer array, workspace and result
+        buffers, so that both calls run at once. Twins are kept for the next such call."""
+        try:
+            return self._twins.pop()
+        except IndexError:
+            pass
+        ffi = _ffi_instance()
+        twin = copy.copy(self)
+        twin._ptrs = ffi.new("void *[]", len(self._ptrs))
+        twin._consts = list(self._consts)
+        for k, c in enumerate(twin._consts):
+            twin._ptrs[self._n_in + k] = ffi.from_buffer(c)
+        twin._ws_array = np.empty_like(self._ws_array)
+        addr = twin._ws_array.ctypes.data
+        twin._ws = ffi.cast("char *", addr + (-addr) % 64)
+        twin._last = [None] * self._n_in
+        twin._reset_outputs()
+        twin._lock = threading.RLock()
+        return twin
+
+    def _on_twin(self, call):
+        twin = self._twin()
+        try:
+            return call(twin)
+        finally:
+            self._twins.append(twin)
 
     def _reset_outputs(self):
         """Start over with output buffers of the shapes in ``self._outs``."""
@@ -363,13 +394,17 @@ class CExecutable:
                 ptrs[k] = self._from_buffer(pool[pos])
             results[pos] = pool[pos]
 
-    # One call at a time (self._lock, re-entrant for DynamicCExecutable): a call binds its
-    # arrays into the shared pointer array, runs in the one workspace and hands out reused
-    # result buffers, and cffi lets go of the GIL while the native code runs, so two threads
-    # calling at once would compute on each other's inputs.
+    # One call at a time per executable (self._lock, re-entrant for DynamicCExecutable): a
+    # call binds its arrays into the pointer array, runs in the workspace and hands out reused
+    # result buffers, and cffi lets go of the GIL while the native code runs. A call that finds
+    # the executable busy (another thread's call) runs on a twin instead (_twin).
     def __call__(self, inputs):
-        with self._lock:
+        if not self._lock.acquire(False):
+            return self._on_twin(lambda twin: twin(inputs))
+        try:
             return self._call(inputs)
+        finally:
+            self._lock.release()
 
     def _call(self, inputs):
         self._into = None  # the output slots below no longer point at run_into's targets
@@ -403,7 +438,9 @@ class CExecutable:
         The arrangement is kept while the inputs and targets are the same objects (their
         memory cannot move); a new input is checked against the targets in use (one
         ``np.may_share_memory`` each); new targets arrange again."""
-        with self._lock:  # (the body inline: this is every compiled training step's path)
+        if not self._lock.acquire(False):  # (busy: see __call__)
+            return self._on_twin(lambda twin: twin.run_into(inputs, targets))
+        try:  # (the body inline: this is every compiled training step's path)
             ptrs, last, fb = self._ptrs, self._last, self._from_buffer
             keep = new = None
             if not all(map(is_, inputs, last)):  # (the usual step: parameters keep their arrays)
@@ -436,6 +473,8 @@ class CExecutable:
             if self._run(ptrs, self._ws):
                 self._raise(inputs)
             return results
+        finally:
+            self._lock.release()
 
     def _arrange(self, inputs, targets):
         """Decide which targets run_into writes directly; point their output slots at them.

@@ -361,18 +361,26 @@ class DynamicCExecutable(CExecutable):
         return inputs[i].shape[d] if i is not None else 0
 
     def __call__(self, inputs, batch=None):
-        with self._lock:
+        if not self._lock.acquire(False):  # (busy: CExecutable.__call__)
+            return self._on_twin(lambda twin: twin(inputs, batch))
+        try:
             batch = self._batch_of(inputs) if batch is None else batch
             if batch != self.last_batch:
                 self._set_batch(batch)
             return self._call(inputs)
+        finally:
+            self._lock.release()
 
     def run_into(self, inputs, targets):
-        with self._lock:
+        if not self._lock.acquire(False):
+            return self._on_twin(lambda twin: twin.run_into(inputs, targets))
+        try:
             batch = self._batch_of(inputs)
             if batch != self.last_batch:
                 self._set_batch(batch)
             return super().run_into(inputs, targets)
+        finally:
+            self._lock.release()
 
     def _raise(self, inputs):
         # (the interpreter's graph has the first sample's sizes: it cannot name the error)
