@@ -406,25 +406,35 @@ class CExecutable:
         finally:
             self._lock.release()
 
-    def _call(self, inputs):
-        self._into = None  # the output slots below no longer point at run_into's targets
+    def _bind(self, inputs):
+        """Point the input slots at ``inputs`` where they changed. Returns (the contiguous
+        copies made of inputs of another dtype or layout: the caller keeps them alive for this
+        call only, never cached by identity; the indices of inputs bound as they are)."""
         ptrs, last, fb = self._ptrs, self._last, self._from_buffer
-        keep = None
+        keep = new = None
         for i, a in enumerate(inputs):
             if a is last[i]:
                 continue
             if a.dtype != self._in_dtypes[i] or not a.flags.c_contiguous:
                 a = np.ascontiguousarray(a, dtype=self._in_dtypes[i])
                 keep = [] if keep is None else keep
-                keep.append(a)  # a copy: alive for this call only, never cached by identity
+                keep.append(a)
                 last[i] = None
             else:
                 last[i] = a
+                new = [] if new is None else new
+                new.append(i)
             ptrs[i] = fb(a)
+        return keep, new
+
+    def _call(self, inputs):
+        self._into = None  # the output slots below no longer point at run_into's targets
+        keep, _ = self._bind(inputs)
         outs = [None] * len(self._outs)
         self._fresh_outputs(self._all_fresh, outs)
-        if self._run(ptrs, self._ws):
+        if self._run(self._ptrs, self._ws):
             self._raise(inputs)
+        del keep  # (the copies lived through the call)
         return outs
 
     def run_into(self, inputs, targets):
@@ -441,22 +451,9 @@ class CExecutable:
         if not self._lock.acquire(False):  # (busy: see __call__)
             return self._on_twin(lambda twin: twin.run_into(inputs, targets))
         try:  # (the body inline: this is every compiled training step's path)
-            ptrs, last, fb = self._ptrs, self._last, self._from_buffer
             keep = new = None
-            if not all(map(is_, inputs, last)):  # (the usual step: parameters keep their arrays)
-                for i, a in enumerate(inputs):
-                    if a is last[i]:
-                        continue
-                    if a.dtype != self._in_dtypes[i] or not a.flags.c_contiguous:
-                        a = np.ascontiguousarray(a, dtype=self._in_dtypes[i])
-                        keep = [] if keep is None else keep
-                        keep.append(a)  # a copy made before the call: safe to read whatever happens
-                        last[i] = None
-                    else:
-                        last[i] = a
-                        new = [] if new is None else new
-                        new.append(i)
-                    ptrs[i] = fb(a)
+            if not all(map(is_, inputs, self._last)):  # (the usual step: parameters keep their arrays)
+                keep, new = self._bind(inputs)  # (copies are made before the call: safe to read)
             into = self._into
             if into is None or not all(map(is_, targets, into[1])):
                 into = self._arrange(inputs, targets)
@@ -470,8 +467,9 @@ class CExecutable:
                         break
             results = list(into[3])
             self._fresh_outputs(into[4], results)
-            if self._run(ptrs, self._ws):
+            if self._run(self._ptrs, self._ws):
                 self._raise(inputs)
+            del keep  # (the copies lived through the call)
             return results
         finally:
             self._lock.release()
