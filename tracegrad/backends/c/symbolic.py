@@ -360,6 +360,13 @@ class DynamicCExecutable(CExecutable):
         i, d = self.batch_input if self.batch_input else (None, None)
         return inputs[i].shape[d] if i is not None else 0
 
+    def _twin(self):
+        twin = super()._twin()
+        # (copied while another thread's call may be setting this one's batch: the twin sets
+        # its own on its first call)
+        twin.last_batch = None
+        return twin
+
     def __call__(self, inputs, batch=None):
         if not self._lock.acquire(False):  # (busy: CExecutable.__call__)
             return self._on_twin(lambda twin: twin(inputs, batch))
