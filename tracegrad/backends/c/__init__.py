@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .lower import BLAS_SERIAL_WORK, Unsupported  # noqa: F401  (Unsupported: compiler.py catches it)
+from .lower import BLAS_SERIAL_WORK, Unsupported, matmul_work  # noqa: F401  (Unsupported: compiler.py catches it)
 from .toolchain import MVEC_BINARY, MVEC_FUNCTIONS, CompileFailed, NoCompiler  # noqa: F401
 
 CODEGEN_VERSION = 3  # 2: tg_set_blas takes OpenBLAS's thread-count setter/getter; 3: and ?omatcopy
@@ -199,10 +199,10 @@ def resolve_openmp(graph, options):
     product_work = 0
     for n in graph.nodes:
         if n.op.name == "matmul":
-            (m, k), cols = n.inputs[0].shape[-2:], n.inputs[1].shape[-1]
-            if m * k * cols >= BLAS_SERIAL_WORK:
+            count, each = matmul_work(n)
+            if each >= BLAS_SERIAL_WORK:
                 return False
-            product_work += int(np.prod(n.out.shape[:-2], dtype=np.int64)) * m * k * cols
+            product_work += count * each
     if product_work >= AUTO_OPENMP_MIN_PRODUCT_WORK:
         return True
     return any(int(np.prod(n.out.shape, dtype=np.int64)) >= AUTO_OPENMP_MIN_ELEMENTS for n in graph.nodes)
@@ -225,8 +225,8 @@ def resolve_split(graph, options):
     found = split_batch(graph)
     if found is None or value != "auto":
         return found
-    work = sum(found.products)
-    if (any(w >= BLAS_SERIAL_WORK for w in found.products) or work < SPLIT_MIN_PRODUCT_WORK
+    work = sum(count * each for count, each in found.products)
+    if (any(each >= BLAS_SERIAL_WORK for _, each in found.products) or work < SPLIT_MIN_PRODUCT_WORK
             or work < SPLIT_WORK_PER_PARTIAL * found.partial_elements):
         return None
     return found

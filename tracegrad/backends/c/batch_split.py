@@ -35,11 +35,11 @@ True
 """
 from __future__ import annotations
 
-import numpy as np
 
 from ...ir.graph import Graph
 from ...ir.passes.simplify import uniform_value
 from ...ops.registry import REGISTRY
+from .lower import matmul_work
 
 # The auto rule (backends/c.resolve_split), measured on tiny's MLP with
 # benchmarks/bench_batch_split.py (docs/performance.md): the halves' products must outweigh the
@@ -76,7 +76,7 @@ class Split:
         self.half_inputs = half_inputs
         self.half_outputs = half_outputs
         self.tail_inputs = tail_inputs
-        self.products = products  # multiply-adds of each product of the half program
+        self.products = products  # lower.matmul_work of each product of the half program
         self.partial_elements = partial_elements
 
 
@@ -195,7 +195,7 @@ class _Splitter:
             outs.append(self._partial(v))
             self.half_outputs.append(("partial", key))
         self.half.outputs = outs
-        products = [_product_work(n) for n in self.half.nodes if n.op.name == "matmul"]
+        products = [matmul_work(n) for n in self.half.nodes if n.op.name == "matmul"]
         self.half.renumber()
         self.tail.renumber()
         return Split(self.B, self.half, self.tail, self.half_inputs, self.half_outputs,
@@ -326,12 +326,6 @@ class _Splitter:
         if dtype is not n.out.dtype:
             raise _Unsplittable(n.op.name)
         return graph.add_node(n.op, inputs, attrs, shape, dtype, n.phase)
-
-
-def _product_work(node):
-    """Multiply-adds of a matmul node."""
-    (m, k), cols = node.inputs[0].shape[-2:], node.inputs[1].shape[-1]
-    return int(np.prod(node.out.shape[:-2], dtype=np.int64)) * m * k * cols
 
 
 def _dims(dims, ndim):

@@ -38,6 +38,13 @@ PARALLEL_MIN_WORK = 1 << 15  # elements: below this a loop is not worth an OpenM
 BLAS_SERIAL_WORK = 1 << 21
 
 
+def matmul_work(node):
+    """(how many products, multiply-adds of each) of a matmul node: its batch of
+    ``(m x k) @ (k x n)`` products, each one call of a BLAS gemm."""
+    (m, k), cols = node.inputs[0].shape[-2:], node.inputs[1].shape[-1]
+    return int(np.prod(node.out.shape[:-2], dtype=np.int64)), m * k * cols
+
+
 class Unsupported(Exception):
     """The C backend has no lowering for an op of this graph (names the op)."""
 
