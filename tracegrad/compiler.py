@@ -22,6 +22,7 @@ from .autograd import anomaly as _anomaly
 from .autograd import forward_ad as _forward_ad
 from .autograd import grad_mode
 from .autograd import saved_hooks as _saved_hooks
+from .autograd.graph import SavedTensorsFreed
 from .ir import autodiff, partition, trace
 from .ir.capture import trace_function
 from .program import Program
@@ -136,11 +137,7 @@ def capture_graphs(fn, args, kwargs, options=None, name=None, extra_guards=(), k
         with trace.tracing(cap.tracer):
             try:
                 _, grad_inputs, grad_outputs = autodiff.differentiate(cap, cap.tracer, joint)
-            except RuntimeError as e:
-                from .autograd.graph import FREED_MESSAGE
-
-                if str(e) != FREED_MESSAGE:
-                    raise
+            except SavedTensorsFreed:
                 # eager mode raises this only when the outputs' backward is run: stay eager
                 raise trace.GraphBreak("an output's backward would read values that a backward() "
                                        "or autograd.grad() inside the function freed (no "

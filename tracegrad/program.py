@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as _dt
-from .autograd.graph import FREED_MESSAGE, Node, _modified_message, gradient_edge
+from .autograd.graph import Node, SavedTensorsFreed, _modified_message, gradient_edge
 from .ir.capture import bind_inputs
 from .tensor import Tensor
 
@@ -402,7 +402,7 @@ class CompiledBackward(Node):
         from .autograd import grad_mode
 
         if self.saved_arrays is None:
-            raise RuntimeError(FREED_MESSAGE)
+            raise SavedTensorsFreed()
         if grad_mode.is_grad_enabled():
             raise RuntimeError(
                 "double backward through a tg.compile'd function is not supported: its backward is "
@@ -438,4 +438,4 @@ class _FreedNode(Node):
         return "CompiledFunctionBackward"
 
     def apply(self, grad_outputs):
-        raise RuntimeError(FREED_MESSAGE)
+        raise SavedTensorsFreed()

@@ -66,6 +66,14 @@ FREED_MESSAGE = (
 )
 
 
+class SavedTensorsFreed(RuntimeError):
+    """PyTorch's RuntimeError for a backward through saved values already freed (its message is
+    FREED_MESSAGE); a type of its own so that the compiler can tell it from other errors."""
+
+    def __init__(self):
+        super().__init__(FREED_MESSAGE)
+
+
 class SavedTensor:
     """A tensor saved for backward: remembers its version to detect in-place changes, applies
     the active saved-tensor hooks, and is freed after backward unless retain_graph is set.
@@ -106,7 +114,7 @@ class SavedTensor:
 
     def unpack(self, for_node=None):
         if self.freed:
-            raise RuntimeError(FREED_MESSAGE)
+            raise SavedTensorsFreed()
         if self.unpack_hook is not None:
             from ..tensor import Tensor
 

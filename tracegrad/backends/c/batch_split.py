@@ -35,7 +35,6 @@ True
 """
 from __future__ import annotations
 
-
 from ...ir.graph import Graph
 from ...ir.passes.simplify import uniform_value
 from ...ops.registry import REGISTRY
