@@ -29,6 +29,7 @@ static struct {
   atomic_long claim;           /* 2 * job: open; 2 * job + 1: claimed */
   atomic_long done;            /* the last job the worker finished */
   atomic_int sleeping;
+  atomic_long worker_runs;     /* jobs the worker ran (tg_pool_worker_runs: for tests) */
   tg_half_fn fn;
   void **args;
   char *ws;
@@ -68,6 +69,7 @@ static void *tg_worker(void *unused) {
     long open = 2 * s;
     if (atomic_compare_exchange_strong(&tg_pool.claim, &open, 2 * s + 1)) {
       tg_pool.rc = tg_pool.fn(tg_pool.args, tg_pool.ws);
+      atomic_fetch_add(&tg_pool.worker_runs, 1);
       atomic_store(&tg_pool.done, s);
     }
   }
@@ -91,6 +93,8 @@ static int tg_serial2(tg_half_fn fn, void **a0, char *w0, void **a1, char *w1) {
 static atomic_int tg_threads = 2;  /* tg.set_num_threads (backends/c/threads.py) */
 
 void tg_pool_set_threads(int n) { atomic_store(&tg_threads, n); }
+
+long tg_pool_worker_runs(void) { return atomic_load(&tg_pool.worker_runs); }
 
 int tg_parallel2(tg_half_fn fn, void **a0, char *w0, void **a1, char *w1) {
   if (atomic_load(&tg_threads) < 2 || pthread_mutex_trylock(&tg_pool.caller) != 0)

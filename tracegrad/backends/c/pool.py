@@ -50,3 +50,10 @@ def set_threads(n):
     for lib in _LOADED:
         lib.tg_pool_set_threads(ctypes.c_int(n))
 
+
+def worker_runs():
+    """How many halves the worker thread has run in this process (0 before it is loaded)."""
+    if not _LOADED:
+        return 0
+    _LOADED[0].tg_pool_worker_runs.restype = ctypes.c_long
+    return _LOADED[0].tg_pool_worker_runs()
