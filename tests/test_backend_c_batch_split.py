@@ -270,9 +270,9 @@ def test_one_thread_runs_both_halves_on_the_caller():
     from tracegrad.backends.c.pool import worker_runs
 
     tg.manual_seed(0)
-    w = tg.randn(16, 8, requires_grad=True)
+    w = tg.randn(128, 128, requires_grad=True)  # (halves long enough for the worker to take one)
     f = tg.compile(lambda x: tg.autograd.grad((x @ w).tanh().sum(), [w])[0], options=SPLIT)
-    x = tg.randn(32, 16)
+    x = tg.randn(64, 128)
     want = f(x).numpy()
     assert is_split(f)
     before = tg.get_num_threads()
