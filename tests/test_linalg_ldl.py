@@ -1,9 +1,7 @@
 """tg.linalg.ldl_factor / ldl_factor_ex / ldl_solve against torch.linalg (LAPACK's Bunch-Kaufman
-pivots exactly, the factor and the solutions; info; no derivative, as PyTorch's) and compiled:
-no C kernel, so the interpreter runs it, with tg.compile's warning."""
+pivots exactly, the factor and the solutions; info; no derivative, as PyTorch's) and compiled
+(C kernels, against eager)."""
 from __future__ import annotations
-
-import warnings
 
 import numpy as np
 import pytest
@@ -77,22 +75,39 @@ def test_no_derivative_as_in_pytorch():
         assert not tg.linalg.ldl_factor(a).LD.requires_grad
 
 
-def test_compiled_runs_on_the_interpreter_with_a_warning():
-    """ldl_factor_ex and ldl_solve trace, but have no C kernel: the interpreter runs the graph,
-    with a warning (fullgraph: an error). ldl_factor's singularity check reads the factor: a
-    graph break."""
-    a, b = tg.tensor(MATRICES[0]), tg.tensor(RNG.standard_normal((3, 2)))
-    fn = lambda x, y: tg.linalg.ldl_solve(*tg.linalg.ldl_factor_ex(x)[:2], y)  # noqa: E731
-    with pytest.warns(RuntimeWarning, match="cannot compile .*linalg_ldl_factor"):
-        got = tg.compile(fn, backend="c")(a, b)
-    np.testing.assert_allclose(got.numpy(), fn(a, b).numpy(), rtol=1e-12)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with pytest.raises(tg.compiler.CompileError, match="linalg_ldl_factor"):
-            tg.compile(fn, backend="c", fullgraph=True)(a, b)
+def test_compiled_runs_in_c_and_matches_eager():
+    """ldl_factor_ex and ldl_solve compile to C kernels (fullgraph: nothing falls back), with
+    eager's pivots exactly and its factor and solutions; ldl_factor's singularity check reads
+    the factor: a graph break."""
+    fn = lambda x, y: (tg.linalg.ldl_factor_ex(x)[:2], tg.linalg.ldl_solve(*tg.linalg.ldl_factor_ex(x)[:2], y))  # noqa: E731
+    for a in MATRICES[:4] + MATRICES[-6:]:
+        for dtype in (np.float64, np.float32):
+            compiled = tg.compile(fn, backend="c", fullgraph=True)
+            x = tg.tensor(a.astype(dtype))
+            y = tg.tensor(RNG.standard_normal(a.shape[:-1] + (3,)).astype(dtype))
+            (ld, pivots), solution = compiled(x, y)
+            (ld_want, pivots_want), solution_want = fn(x, y)
+            assert type(compiled.programs[-1].executable).__name__ == "CExecutable"
+            np.testing.assert_array_equal(pivots.numpy(), pivots_want.numpy())
+            tol = 1e-4 if dtype == np.float32 else 1e-10
+            np.testing.assert_allclose(ld.numpy(), ld_want.numpy(), rtol=tol, atol=tol)
+            np.testing.assert_allclose(solution.numpy(), solution_want.numpy(), rtol=tol, atol=tol)
+    a = tg.tensor(MATRICES[0])
     with pytest.warns(RuntimeWarning, match="graph break"):
         got = tg.compile(lambda x: tg.linalg.ldl_factor(x).LD, backend="c")(a)
     np.testing.assert_array_equal(got.numpy(), tg.linalg.ldl_factor(a).LD.numpy())
+
+
+@pytest.mark.parametrize("pivots", [[0, 1, 3], [4, 2, 3], [-2, 2, 3], [1, 2, -3], [-2, -2, -4]])
+def test_pivots_that_are_not_ldl_factors_raise(pivots):
+    """LAPACK's sytrs reads such pivots out of bounds; ours raise, compiled or not."""
+    ld = tg.tensor(MATRICES[0])
+    piv = tg.tensor(np.array(pivots, np.int32))
+    b = tg.ones(3, 1, dtype=tg.float64)
+    with pytest.raises(RuntimeError, match="pivots must be those of linalg.ldl_factor"):
+        tg.linalg.ldl_solve(ld, piv, b)
+    with pytest.raises(RuntimeError, match="pivots must be those of linalg.ldl_factor"):
+        tg.compile(tg.linalg.ldl_solve, backend="c", fullgraph=True)(ld, piv, b)
 
 
 def test_errors():

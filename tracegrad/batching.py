@@ -332,9 +332,21 @@ def _matmul(node, args, size):
     return out.reshape(size, *node.out.shape)
 
 
+# the dims of each operand that are not batch dims, where not 2 each (a matrix)
+_CORE_RANKS = {"linalg_ldl_solve": (2, 1, 2), "lu_permutation": (1,)}
+
+
 def _leading_batch(node, args, size):
-    """Ops that already treat leading dims as a batch (linalg, the scans)."""
-    return node.op(*[_batched(t, b, size) for t, b in args], **node.attrs)
+    """Ops that already treat leading dims as a batch (linalg, the scans): the vmap dim leads
+    every operand, followed by unit dims where an operand has fewer batch dims than another
+    (batch dims broadcast from the right: the vmap dims must line up)."""
+    operands = [_batched(t, b, size) for t, b in args]
+    cores = _CORE_RANKS.get(node.op.name, (2,) * len(operands))
+    ranks = [len(v.shape) - core for v, core in zip(node.inputs, cores)]
+    for i, rank in enumerate(ranks):
+        for _ in range(max(ranks) - rank):
+            operands[i] = operands[i].unsqueeze(1)
+    return node.op(*operands, **node.attrs)
 
 
 def _merge_into_first(node, args, size):

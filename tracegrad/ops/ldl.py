@@ -2,8 +2,8 @@
 with the lower triangle, PyTorch's ``linalg.ldl_factor``) and the solve with it (LAPACK's
 sytrs): ``linalg_ldl_factor`` and ``linalg_ldl_solve``, NumPy only, one matrix at a time. They
 have no derivative in PyTorch (linalg.ldl_factor and ldl_solve raise on backward: so does
-tracegrad.linalg_ldl) and no C kernel: a compiled program that uses them runs on the
-interpreter, with tg.compile's warning naming the op.
+tracegrad.linalg_ldl). Their C kernels (codegen_templates/factorizations.h.j2) follow these
+functions step by step.
 
 ``linalg_ldl_factor``'s (..., n + 1, n) output packs LAPACK's result as the other
 factorizations do: rows 0..n-1 the factor (L's strict lower part, its unit diagonal implied,
@@ -105,7 +105,11 @@ def _infer_ldl_factor(a, hermitian):
 
 
 LDL_FACTOR = defop("linalg_ldl_factor", infer=_infer_ldl_factor, impl=_ldl_factor_impl, kind="linalg",
-                   differentiable=False)
+                   differentiable=False,
+                   # (zeros on the diagonal: 2 x 2 blocks; symmetric with eigenvalues of both signs)
+                   sample=lambda: [((("any", (5, 5)),), {"hermitian": False}),
+                                   ((("with_zeros", (2, 6, 6)),), {"hermitian": False}),
+                                   ((("separated", (4, 4)),), {"hermitian": True})])
 
 
 # ----------------------------------------------------------------------------- solve (sytrs)
@@ -146,6 +150,23 @@ def _sytrs(ld, pivots, b):
     return b
 
 
+def _check_pivots(pivots):
+    """Raise unless ``pivots`` (one matrix's) are ldl_factor's: blocks of one row (1..n) or of
+    two rows holding the same negative pivot (-1..-n). LAPACK's sytrs reads any others out of
+    bounds; the C kernel checks the same rule (factorizations.h.j2: tg_ldl_pivots)."""
+    n, k = len(pivots), 0
+    while k < n:
+        p = int(pivots[k])
+        if 0 < p <= n:
+            k += 1
+        elif p < 0 and -p <= n and k + 1 < n and int(pivots[k + 1]) == p:
+            k += 2
+        else:
+            raise RuntimeError(f"torch.linalg.ldl_solve: pivots must be those of linalg.ldl_factor for "
+                               f"{n} rows: 1..{n} for a 1 x 1 block, the same value in -{n}..-1 on both "
+                               f"rows of a 2 x 2 block; got {list(map(int, pivots))}")
+
+
 def _ldl_solve_impl(ld, pivots, b, hermitian):
     batch = broadcast_shapes(ld.shape[:-2], pivots.shape[:-1], b.shape[:-2])
     n, cols = b.shape[-2:]
@@ -153,6 +174,7 @@ def _ldl_solve_impl(ld, pivots, b, hermitian):
     pivots = np.broadcast_to(pivots, batch + pivots.shape[-1:]).reshape(-1, n).astype(np.int64)
     out = np.broadcast_to(b, batch + (n, cols)).reshape(-1, n, cols).copy()
     for i in range(out.shape[0]):
+        _check_pivots(pivots[i])
         _sytrs(ld[i], pivots[i], out[i])
     return out.reshape(batch + (n, cols))
 
@@ -173,4 +195,8 @@ def _infer_ldl_solve(ld, pivots, b, hermitian):
 
 
 LDL_SOLVE = defop("linalg_ldl_solve", infer=_infer_ldl_solve, impl=_ldl_solve_impl, kind="linalg",
-                  differentiable=False)
+                  differentiable=False,
+                  sample=lambda: [((("well_conditioned", (5, 5)), ("ldl_pivots", (5,)), ("any", (5, 2))),
+                                   {"hermitian": False}),
+                                  ((("well_conditioned", (4, 4)), ("ldl_pivots", (3, 4)), ("any", (1, 4, 3))),
+                                   {"hermitian": False})])

@@ -126,7 +126,8 @@ def _solve_jvp(ctx, ta, tb):
 SOLVE = defop("linalg_solve", infer=_infer_solve, impl=_lapack("solve", np.linalg.solve),
               save=(0, "out"), kind="linalg", vjp=_solve_vjp, jvp=_solve_jvp,
               sample=lambda: [((_well_conditioned(), ("any", (3, 2))), {}),
-                              ((_well_conditioned((2, 3, 3)), ("any", (1, 3, 4))), {})])
+                              ((_well_conditioned((2, 3, 3)), ("any", (1, 3, 4))), {}),
+                              ((_well_conditioned(), ("any", (2, 3, 2))), {})])
 
 
 # ----------------------------------------------------------------------------- cholesky

@@ -33,6 +33,9 @@ domain              values                                                      
 ``"seed"``          a 0-dim random seed                                          int64
 ``"pivots"``        ``("pivots", shape, m)``: LAPACK's row pivots of m-row        int32
                     matrices, 1-based (entry i in [i + 1, m] along the last dim)
+``"ldl_pivots"``    LAPACK's Bunch-Kaufman pivots along the last dim (n rows):    int32
+                    1 x 1 blocks (i + 1..n) and 2 x 2 ones (the same -(i + 2..n)
+                    on both rows)
 ==================  ===========================================================  ===========
 
 >>> from tracegrad.ops import samples
@@ -50,7 +53,7 @@ import numpy as np
 DEFAULT_SHAPE = (3, 4)
 FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "probability", "above_one", "well_conditioned",
                  "with_zeros", "separated", "singular", "degree")
-INT_DOMAINS = ("index", "unique_index", "seed", "pivots")
+INT_DOMAINS = ("index", "unique_index", "seed", "pivots", "ldl_pivots")
 DOMAINS = FLOAT_DOMAINS + ("bool",) + INT_DOMAINS
 
 
@@ -106,6 +109,9 @@ def materialize(spec, dtype=np.float64, seed=0):
     if domain == "pivots":
         low = np.arange(shape[-1]) + 1
         return rng.integers(low, params[0] + 1, shape).astype(np.int32)
+    if domain == "ldl_pivots":
+        return np.array([_ldl_pivots(rng, shape[-1]) for _ in np.ndindex(*shape[:-1])],
+                        np.int32).reshape(shape)
     if domain == "index":
         return rng.integers(0, params[0], shape).astype(np.int64)
     if domain == "unique_index":
@@ -114,6 +120,18 @@ def materialize(spec, dtype=np.float64, seed=0):
             raise ValueError(f"bad sample spec {spec!r}: {n} distinct values in [0, {params[0]})")
         return rng.permutation(params[0])[:n].reshape(shape).astype(np.int64)
     return np.array(rng.integers(0, 2**31), dtype=np.int64)  # seed
+
+
+def _ldl_pivots(rng, n):
+    out, k = [], 0
+    while k < n:
+        if k + 1 < n and rng.random() < 0.4:
+            out += [-int(rng.integers(k + 2, n + 1))] * 2
+            k += 2
+        else:
+            out.append(int(rng.integers(k + 1, n + 1)))
+            k += 1
+    return out
 
 
 def _separated(rng, shape, rank_deficient=False):

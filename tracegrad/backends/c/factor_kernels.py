@@ -1,10 +1,10 @@
-"""C kernels of the LU and determinant primitives (ops/lu.py, ops/determinant.py): one call of
-a runtime function (codegen_templates/factorizations.h.j2) per matrix of the batch. A kernel
-returns 1 where the interpreter must raise PyTorch's error (a singular matrix for
-``lu_factor``, a pivot out of range)."""
+"""C kernels of the LU, determinant and LDL^T primitives (ops/lu.py, ops/determinant.py,
+ops/ldl.py): one call of a runtime function (codegen_templates/factorizations.h.j2) per matrix
+of the batch. A kernel returns 1 where the interpreter must raise PyTorch's error (a singular
+matrix for ``lu_factor``, a pivot out of range)."""
 from __future__ import annotations
 
-from .kernels import _block, _loops, _prod, _ptr, _raw
+from .kernels import _block, _loops, _matrix_loops, _prod, _ptr, _raw
 from .lower import ctype_of
 from .views import View
 
@@ -72,3 +72,30 @@ def linalg_cofactor(lw, n):
     body = [f"tg_cofactor_{ct}({size}, {src}, {dst}, {work.name}, {perm.name});"]
     _raw(lw, _block(_loops(loops, body)), [xv, ov, _work_view(work, count), _work_view(perm, size)],
          "linalg_cofactor")
+
+
+def linalg_ldl_factor(lw, n):
+    x = n.inputs[0]
+    xv, ov = lw.contiguous(x), lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    size, ct = x.shape[-1], ctype_of(x.dtype)
+    loops, (src, dst) = _batch_loops(tuple(x.shape[:-2]), [(xv, size * size), (ov, (size + 1) * size)])
+    _raw(lw, _block(_loops(loops, [f"tg_ldl_factor_{ct}({size}, {src}, {dst});"])), [xv, ov],
+         "linalg_ldl_factor")
+
+
+def linalg_ldl_solve(lw, n):
+    """Per matrix of the broadcast batch (return 1 when the pivots are not ldl_factor's)."""
+    ld, pivots, b = n.inputs
+    views = [lw.contiguous(v) for v in n.inputs]
+    ov = lw.output_view(n.out)
+    if _prod(n.out.shape) == 0:
+        return
+    size, cols, ct = b.shape[-2], b.shape[-1], ctype_of(b.dtype)
+    loops, (lsrc, psrc, bsrc, dst) = _matrix_loops(n, [(views[0], ld.shape[:-2], size * size),
+                                                       (views[1], pivots.shape[:-1], size),
+                                                       (views[2], b.shape[:-2], size * cols),
+                                                       (ov, n.out.shape[:-2], size * cols)])
+    call = f"tg_ldl_solve_{ct}_{ctype_of(pivots.dtype)[:-2]}({size}, {cols}, {lsrc}, {psrc}, {bsrc}, {dst})"
+    _raw(lw, _block(_loops(loops, [f"if (!{call}) return 1;"])), [*views, ov], "linalg_ldl_solve")
