@@ -172,6 +172,19 @@ def _lu_packed(a, check):
     return torch.cat([lu, row], -2)
 
 
+def _ldl_packed(a, hermitian):
+    ld, pivots = torch.linalg.ldl_factor(a, hermitian=hermitian)
+    return torch.cat([ld, pivots.to(a.dtype).unsqueeze(-2)], -2)
+
+
+def _ldl_solve(ld, pivots, b, hermitian):
+    # (PyTorch's ldl_solve fails when the batches must broadcast: they are expanded first)
+    batch = torch.broadcast_shapes(ld.shape[:-2], pivots.shape[:-1], b.shape[:-2])
+    return torch.linalg.ldl_solve(ld.expand(batch + ld.shape[-2:]).contiguous(),
+                                  pivots.expand(batch + pivots.shape[-1:]).contiguous(),
+                                  b.expand(batch + b.shape[-2:]).contiguous(), hermitian=hermitian)
+
+
 def _lu_permutation(pivots, m):
     """The permutation (``P[perm[i], i] = 1``) of torch.lu_unpack's ``P``."""
     shell = torch.zeros(tuple(pivots.shape[:-1]) + (m, pivots.shape[-1]))
@@ -236,6 +249,10 @@ def _twins():
         "linalg_slogdet": lambda a: t.stack(t.linalg.slogdet(a), -1),
         "linalg_lu_factor": _lu_packed,  # (packed (m + 1, n): LU, then the pivots as floats)
         "lu_permutation": _lu_permutation,
+        "linalg_ldl_factor": _ldl_packed,  # (packed (n + 1, n): LD, then the pivots as floats)
+        "linalg_ldl_solve": _ldl_solve,
+        "floor_divide": lambda a, b: t.div(a, b, rounding_mode="floor"),
+        "trunc_divide": lambda a, b: t.div(a, b, rounding_mode="trunc"),
         "argmin": lambda x, dim, keepdim: t.argmin(x, dim, keepdim=keepdim),
         "reshape": lambda x, shape: x.reshape(shape),
         "permute": lambda x, dims: x.permute(dims),

@@ -672,8 +672,9 @@ def _ops_library(group, dtype):
     return all_ops, tensors, layout
 
 
-def _call_shared_library(ep, path, arrays):
-    """Call ``ep``'s entry point in the shared library ``path`` through ctypes."""
+def _call_shared_library(ep, path, arrays, fails_with=None):
+    """Call ``ep``'s entry point in the shared library ``path`` through ctypes: its outputs, or
+    with ``fails_with`` (a return code), the message of the failure it must report."""
     class Tensor(ctypes.Structure):
         _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32), ("ndim", ctypes.c_int32),
                     ("shape", ctypes.POINTER(ctypes.c_int64))]
@@ -695,6 +696,9 @@ def _call_shared_library(ep, path, arrays):
     rc = entry(tensors(ep.inputs, arrays), len(ep.inputs), tensors(ep.outputs, outs), len(ep.outputs))
     lib_error = getattr(lib, f"{ep.name}_last_error")
     lib_error.restype = ctypes.c_char_p
+    if fails_with is not None:
+        assert rc == fails_with, (rc, lib_error())
+        return lib_error().decode()
     assert rc == 0, lib_error()
     return outs
 

@@ -88,16 +88,18 @@ def mul(a, b):
 
 def div(a, b, rounding_mode=None):
     _check_arg(a), _check_arg(b, "other")
+    if rounding_mode not in (None, "floor", "trunc"):
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
     if rounding_mode is None:
         return E.DIV(*_promoted(a, b, floating=True))
+    dt = _dt.result_type(a, b)
+    if dt.category == 1:  # exactly, in integers (float64 rounds above 2^53)
+        return (E.FLOOR_DIVIDE if rounding_mode == "floor" else E.TRUNC_DIVIDE)(*_promoted(a, b))
     q = E.DIV(*_promoted(a, b, floating=True))
     if rounding_mode == "floor":
         q = E.FLOOR(q)
-    elif rounding_mode == "trunc":
-        q = E.SIGN(q) * E.FLOOR(E.ABS(q))
     else:
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
-    dt = _dt.result_type(a, b)
+        q = E.SIGN(q) * E.FLOOR(E.ABS(q))
     return cast(q, dt)
 
 
@@ -106,6 +108,9 @@ true_divide = divide = div
 
 def pow(a, b):
     _check_arg(a), _check_arg(b, "exponent")
+    if (isinstance(b, int) and not isinstance(b, bool) and b < 0 and isinstance(a, Tensor)
+            and a.dtype.category == 1):
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
     return E.POW(*_promoted(a, b))
 
 
@@ -241,17 +246,11 @@ def hypot(input, other):
 
 
 def _mod(op, a, b):
-    """``op`` (fmod or remainder) after promotion. Integers are computed in float64 and cast
-    back (exact below 2^53); a zero divisor raises ZeroDivisionError as in PyTorch (checked
-    eagerly: in a compiled program it is undefined)."""
+    """``op`` (fmod or remainder) after promotion; on integers exactly (in integers)."""
     a, b = _promoted(a, b)
-    if a.dtype.is_floating_point:
-        return op(a, b)
     if a.dtype is _dt.bool_:
         raise TypeError(f"tg.{op.name}: not implemented for bool tensors")
-    if not b._is_traced and not np.all(np.asarray(b._value)):
-        raise ZeroDivisionError(f"tg.{op.name}: integer division by zero")
-    return cast(op(cast(a, _dt.float64), cast(b, _dt.float64)), a.dtype)
+    return op(a, b)
 
 
 def fmod(input, other):

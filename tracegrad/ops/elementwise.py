@@ -317,6 +317,16 @@ def _partials(da, db):
     return vjp, jvp
 
 
+def _integer_divisor_checked(fn):
+    """``fn`` raising ZeroDivisionError for an integer divisor holding a zero (PyTorch's error
+    says "ZeroDivisionError"; a compiled program flags it: see integer division below)."""
+    def impl(a, b):
+        if b.dtype.kind in "iu" and not np.all(b):
+            raise ZeroDivisionError("integer division by zero")
+        return fn(a, b)
+    return impl
+
+
 def _remainder(a, b):
     """Python's and PyTorch's remainder (the sign of the divisor), from fmod as torch does."""
     m = np.fmod(a, b)
@@ -339,8 +349,18 @@ DIV = binary("div", _true_divide,
                                  -g * ctx.input(0) / (ctx.input(1) * ctx.input(1))
                                  if ctx.needs_input_grad[1] else None),
              jvp=_div_jvp, c="({0} / {1})")
-# a positive base keeps a ** b real for every exponent
-POW = binary("pow", np.power, vjp=_pow_vjp, jvp=_pow_jvp, c="pow({0}, {1})",
+def _power(a, b):
+    """np.power, but integers to negative powers as PyTorch's: 1 for a base of 1, +-1 for -1
+    (by the exponent's parity), else 0 (NumPy raises)."""
+    if b.dtype.kind in "iu" and np.any(b < 0):
+        out = np.power(a, np.where(b < 0, 0, b))
+        special = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+        return np.where(b < 0, special, out).astype(out.dtype, copy=False)
+    return np.power(a, b)
+
+
+# a positive base keeps a ** b real for every exponent (integers: lower.py c_expression)
+POW = binary("pow", _power, vjp=_pow_vjp, jvp=_pow_jvp, c="pow({0}, {1})",
              sample=lambda: [(("positive", "any"), {}), ((("positive", (3, 1)), ("any", (4,))), {})])
 def _atan2_partial(ctx, sign, k):
     y, x = ctx.input(0), ctx.input(1)
@@ -355,13 +375,55 @@ HYPOT = binary("hypot", np.hypot, *_partials(lambda ctx: ctx.input(0) / ctx.out,
                c="hypot({0}, {1})", save=(0, 1, "out"))
 # the derivative in the divisor is -trunc(a / b) (fmod) or -floor(a / b) (remainder), as in
 # PyTorch; the samples keep the divisor away from 0
+# (on integers: tests/test_integer_division.py)
 _MOD_SAMPLES = lambda: [(("any", "nonzero"), {}), ((("any", (3, 1)), ("nonzero", (4,))), {})]  # noqa: E731
-FMOD = binary("fmod", np.fmod, *_partials(None, lambda ctx: -(ctx.input(0) / ctx.input(1)).trunc()),
+FMOD = binary("fmod", _integer_divisor_checked(np.fmod),
+              *_partials(None, lambda ctx: -(ctx.input(0) / ctx.input(1)).trunc()),
               c="fmod({0}, {1})", sample=_MOD_SAMPLES)
-REMAINDER = binary("remainder", _remainder,
+REMAINDER = binary("remainder", _integer_divisor_checked(_remainder),
                    *_partials(None, lambda ctx: -(ctx.input(0) / ctx.input(1)).floor()),
                    c="((fmod({0}, {1}) != 0 && ((fmod({0}, {1}) < 0) != ({1} < 0))) "
                      "? fmod({0}, {1}) + {1} : fmod({0}, {1}))", sample=_MOD_SAMPLES)
+
+
+# ----------------------------------------------------------------------------- integer division
+# Exact on every integer (not through float64, which rounds above 2^53), as PyTorch's. A zero
+# divisor raises ZeroDivisionError (PyTorch's RuntimeError says "ZeroDivisionError"); a
+# compiled program flags it (tg_fail) and the interpreter then raises. C's INT_MIN / -1 traps:
+# a divisor of -1 is taken apart (x / -1 wraps, as NumPy's and PyTorch's; x % -1 is 0).
+def _trunc_divide(a, b):
+    q = np.floor_divide(a, b)
+    return np.where((np.remainder(a, b) != 0) & ((a < 0) != (b < 0)), q + 1, q).astype(q.dtype, copy=False)
+
+
+def _infer_integer_binary(a, b, **_):
+    if a.dtype is not b.dtype or a.dtype.category != 1:
+        raise TypeError(f"integer division primitive expects one integer dtype, got {a.dtype} and {b.dtype}")
+    return broadcast_shapes(a.shape, b.shape), a.dtype
+
+
+def _integer_c(expression):
+    """C for an integer division op: 0 and the failure flag for a zero divisor, ``on_minus_one``
+    for -1, else ``expression`` ({0} / {1} are safe in it)."""
+    return ("({1} == 0 ? (tg_fail = TG_FAIL_ZERO_DIVISION, ({ctype})0) : {1} == -1 ? %s : ({ctype})(%s))"
+            % expression)
+
+
+_INT_SAMPLES = lambda: [(("signed_int", "nonzero_int"), {}),  # noqa: E731
+                        ((("signed_int", (3, 1)), ("nonzero_int", (4,))), {})]
+_NEGATE = "({ctype})(0 - (uint64_t){0})"  # (-x, wrapping at INT_MIN)
+_SIGNS_DIFFER = "({0} % {1} != 0 && (({0} % {1} < 0) != ({1} < 0)))"  # (floor and trunc differ)
+FLOOR_DIVIDE = defop("floor_divide", infer=_infer_integer_binary,
+                     impl=_integer_divisor_checked(_quiet(np.floor_divide)), kind="elementwise",
+                     differentiable=False, sample=_INT_SAMPLES,
+                     c=_integer_c((_NEGATE, "{0} / {1} - " + _SIGNS_DIFFER)))
+TRUNC_DIVIDE = defop("trunc_divide", infer=_infer_integer_binary,
+                     impl=_integer_divisor_checked(_quiet(_trunc_divide)), kind="elementwise",
+                     differentiable=False, sample=_INT_SAMPLES, c=_integer_c((_NEGATE, "{0} / {1}")))
+# fmod and remainder on integers (their C expressions above are float's: lower.py c_expression)
+INTEGER_FMOD_C = _integer_c(("({ctype})0", "{0} % {1}"))
+INTEGER_REMAINDER_C = _integer_c(("({ctype})0", _SIGNS_DIFFER + " ? {0} % {1} + {1} : {0} % {1}"))
+
 MAXIMUM = binary("maximum", np.maximum, vjp=_minmax_vjp(lambda a, b: a > b),
                  jvp=_minmax_jvp(lambda a, b: a > b), c="({0} > {1} ? {0} : {1})")
 MINIMUM = binary("minimum", np.minimum, vjp=_minmax_vjp(lambda a, b: a < b),

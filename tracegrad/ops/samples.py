@@ -31,6 +31,8 @@ domain              values                                                      
 ``"unique_index"``  ``("unique_index", shape, high)``: distinct integers in       int64
                     [0, high) (scatters whose result must not depend on order)
 ``"seed"``          a 0-dim random seed                                          int64
+``"signed_int"``    integers in [-50, 50] (integer division, its signs and zeros)  int64
+``"nonzero_int"``   integers in +-[1, 9]                                         int64
 ``"pivots"``        ``("pivots", shape, m)``: LAPACK's row pivots of m-row        int32
                     matrices, 1-based (entry i in [i + 1, m] along the last dim)
 ``"ldl_pivots"``    LAPACK's Bunch-Kaufman pivots along the last dim (n rows):    int32
@@ -53,7 +55,7 @@ import numpy as np
 DEFAULT_SHAPE = (3, 4)
 FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "probability", "above_one", "well_conditioned",
                  "with_zeros", "separated", "singular", "degree")
-INT_DOMAINS = ("index", "unique_index", "seed", "pivots", "ldl_pivots")
+INT_DOMAINS = ("index", "unique_index", "seed", "pivots", "ldl_pivots", "signed_int", "nonzero_int")
 DOMAINS = FLOAT_DOMAINS + ("bool",) + INT_DOMAINS
 
 
@@ -109,6 +111,10 @@ def materialize(spec, dtype=np.float64, seed=0):
     if domain == "pivots":
         low = np.arange(shape[-1]) + 1
         return rng.integers(low, params[0] + 1, shape).astype(np.int32)
+    if domain == "signed_int":
+        return rng.integers(-50, 51, shape).astype(np.int64)
+    if domain == "nonzero_int":
+        return (rng.integers(1, 10, shape) * rng.choice([-1, 1], shape)).astype(np.int64)
     if domain == "ldl_pivots":
         return np.array([_ldl_pivots(rng, shape[-1]) for _ in np.ndindex(*shape[:-1])],
                         np.int32).reshape(shape)

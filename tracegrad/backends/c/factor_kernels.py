@@ -1,7 +1,7 @@
 """C kernels of the LU, determinant and LDL^T primitives (ops/lu.py, ops/determinant.py,
 ops/ldl.py): one call of a runtime function (codegen_templates/factorizations.h.j2) per matrix
-of the batch. A kernel returns 1 where the interpreter must raise PyTorch's error (a singular
-matrix for ``lu_factor``, a pivot out of range)."""
+of the batch. A kernel returns a failure code (runtime.h.j2 TG_FAIL_*) where the interpreter
+must raise PyTorch's error (a singular matrix for ``lu_factor``, a pivot out of range)."""
 from __future__ import annotations
 
 from .kernels import _block, _loops, _matrix_loops, _prod, _ptr, _raw
@@ -30,7 +30,7 @@ def linalg_lu_factor(lw, n):
     ct = ctype_of(x.dtype)
     loops, (src, dst) = _batch_loops(tuple(x.shape[:-2]), [(xv, rows * cols), (ov, (rows + 1) * cols)])
     call = f"tg_lu_factor_{ct}({rows}, {cols}, {src}, {dst})"
-    body = [f"if ({call} && {int(bool(n.attrs['check']))}) return 1;"]
+    body = [f"if ({call} && {int(bool(n.attrs['check']))}) return TG_FAIL_MATRIX;"]
     _raw(lw, _block(_loops(loops, body)), [xv, ov], "linalg_lu_factor")
 
 
@@ -41,7 +41,7 @@ def lu_permutation(lw, n):
         return
     k, m = pivots.shape[-1], n.attrs["m"]
     loops, (src, dst) = _batch_loops(tuple(pivots.shape[:-1]), [(pv, k), (ov, m)])
-    body = [f"if (!tg_lu_permutation({k}, {m}, {src}, {dst})) return 1;"]
+    body = [f"if (!tg_lu_permutation({k}, {m}, {src}, {dst})) return TG_FAIL_INDEX;"]
     _raw(lw, _block(_loops(loops, body)), [pv, ov], "lu_permutation")
 
 
@@ -86,7 +86,7 @@ def linalg_ldl_factor(lw, n):
 
 
 def linalg_ldl_solve(lw, n):
-    """Per matrix of the broadcast batch (return 1 when the pivots are not ldl_factor's)."""
+    """Per matrix of the broadcast batch (TG_FAIL_PIVOTS when the pivots are not ldl_factor's)."""
     ld, pivots, b = n.inputs
     views = [lw.contiguous(v) for v in n.inputs]
     ov = lw.output_view(n.out)
@@ -98,4 +98,4 @@ def linalg_ldl_solve(lw, n):
                                                        (views[2], b.shape[:-2], size * cols),
                                                        (ov, n.out.shape[:-2], size * cols)])
     call = f"tg_ldl_solve_{ct}_{ctype_of(pivots.dtype)[:-2]}({size}, {cols}, {lsrc}, {psrc}, {bsrc}, {dst})"
-    _raw(lw, _block(_loops(loops, [f"if (!{call}) return 1;"])), [*views, ov], "linalg_ldl_solve")
+    _raw(lw, _block(_loops(loops, [f"if (!{call}) return TG_FAIL_PIVOTS;"])), [*views, ov], "linalg_ldl_solve")

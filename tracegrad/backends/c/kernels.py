@@ -152,7 +152,7 @@ def _check_index(idx_ptr, m, size, allow_negative=True):
     low = f"-{size}" if allow_negative else "0"
     return [f"for (int64_t j = 0; j < {m}; j++) {{",
             f"  const int64_t t = {idx_ptr}[j];",
-            f"  if (t < {low} || t >= {size}) return 1;",
+            f"  if (t < {low} || t >= {size}) return TG_FAIL_INDEX;",
             "}"]
 
 
@@ -230,7 +230,7 @@ def _gather_like(lw, n, scatter):
     rest = _idx(terms)
     tstride = tstrides[dim] if x.ndim else 0
     body = [f"const int64_t t = {_ptr(iv)}[{iflat}];",
-            f"if (t < 0 || t >= {size}) return 1;"]
+            f"if (t < 0 || t >= {size}) return TG_FAIL_INDEX;"]
     where = f"{rest} + t*{tstride}" if x.ndim else "0"
     if scatter:
         update = _SCATTERS[n.attrs.get("reduce", n.op.name)]
@@ -459,7 +459,7 @@ def _work_views(lu, perm, size):
 
 
 def linalg_inv(lw, n):
-    """Each matrix's inverse: LU, then a solve against the identity (return 1 when singular:
+    """Each matrix's inverse: LU, then a solve against the identity (TG_FAIL_MATRIX when singular:
     the interpreter then raises the error)."""
     x = n.inputs[0]
     start = _lu_start(lw, n)
@@ -469,7 +469,7 @@ def linalg_inv(lw, n):
     loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], size * size),
                                               (ov, n.out.shape[:-2], size * size)])
     body = [f"memcpy({lu.name}, {src}, {size * size} * sizeof({ct}));",
-            f"if (!tg_lu_{ct}({size}, {lu.name}, {perm.name})) return 1;",
+            f"if (!tg_lu_{ct}({size}, {lu.name}, {perm.name})) return TG_FAIL_MATRIX;",
             f"tg_lu_solve_{ct}({size}, {size}, {lu.name}, {perm.name}, 0, 0, {dst}, {size});"]
     _raw(lw, _block(_loops(loops, body)), [xv, ov, *_work_views(lu, perm, size)], "linalg_inv")
 
@@ -493,7 +493,7 @@ def linalg_det(lw, n):
 
 def linalg_solve(lw, n):
     """``X = A^-1 B`` per matrix pair (batches broadcast): LU of A, then substitution for each
-    column of B (return 1 when A is singular)."""
+    column of B (TG_FAIL_MATRIX when A is singular)."""
     a, b = n.inputs
     start = _lu_start(lw, n)
     if start is None:
@@ -505,14 +505,14 @@ def linalg_solve(lw, n):
                                                      (bv, b.shape[:-2], size * cols),
                                                      (ov, n.out.shape[:-2], size * cols)])
     body = [f"memcpy({lu.name}, {asrc}, {size * size} * sizeof({ct}));",
-            f"if (!tg_lu_{ct}({size}, {lu.name}, {perm.name})) return 1;",
+            f"if (!tg_lu_{ct}({size}, {lu.name}, {perm.name})) return TG_FAIL_MATRIX;",
             f"tg_lu_solve_{ct}({size}, {cols}, {lu.name}, {perm.name}, {bsrc}, {cols}, {dst}, {cols});"]
     _raw(lw, _block(_loops(loops, body)), [av, bv, ov, *_work_views(lu, perm, size)], "linalg_solve")
 
 
 def linalg_cholesky(lw, n):
     """Each matrix's Cholesky factor ``L`` (lower, zeros above) of its symmetric part (the
-    primitive's reading, ops/linalg.py), column by column into the output (return 1 when a
+    primitive's reading, ops/linalg.py), column by column into the output (TG_FAIL_MATRIX when a
     pivot is not positive: the interpreter then raises the error)."""
     x = n.inputs[0]
     xv, ov = lw.contiguous(x), lw.output_view(n.out)
@@ -521,14 +521,14 @@ def linalg_cholesky(lw, n):
     size, ct = x.shape[-1], ctype_of(x.dtype)
     loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], size * size),
                                               (ov, n.out.shape[:-2], size * size)])
-    body = [f"if (!tg_cholesky_{ct}({size}, {src}, {dst})) return 1;"]
+    body = [f"if (!tg_cholesky_{ct}({size}, {src}, {dst})) return TG_FAIL_MATRIX;"]
     _raw(lw, _block(_loops(loops, body)), [xv, ov], "linalg_cholesky")
 
 
 def linalg_eigh(lw, n):
     """Each matrix's packed eigendecomposition (ops/decompositions.py: eigenvalues, then
     eigenvectors) of its symmetric part by cyclic Jacobi in double (runtime.h.j2 tg_eigh; NaN
-    gives NaN, as LAPACK; return 1 if it does not converge: the interpreter then runs)."""
+    gives NaN, as LAPACK; TG_FAIL_MATRIX if it does not converge: the interpreter then runs)."""
     x = n.inputs[0]
     xv, ov = lw.contiguous(x), lw.output_view(n.out)
     if _prod(n.out.shape) == 0:
@@ -538,14 +538,14 @@ def linalg_eigh(lw, n):
     order = lw._work("int64_t", size, 8)
     loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], size * size),
                                               (ov, n.out.shape[:-2], (size + 1) * size)])
-    body = [f"if (!tg_eigh_{ct}({size}, {src}, {dst}, {work.name}, {order.name})) return 1;"]
+    body = [f"if (!tg_eigh_{ct}({size}, {src}, {dst}, {work.name}, {order.name})) return TG_FAIL_MATRIX;"]
     views = [xv, ov, View(work.name, 0, (2 * size * size,), (1,)), View(order.name, 0, (size,), (1,))]
     _raw(lw, _block(_loops(loops, body)), views, "linalg_eigh")
 
 
 def linalg_svd(lw, n):
     """Each matrix's packed reduced SVD (ops/decompositions.py: U, S, V) by one-sided Jacobi
-    in double (runtime.h.j2 tg_svd; return 1 on NaN or inf, as if it did not converge: the interpreter
+    in double (runtime.h.j2 tg_svd; TG_FAIL_MATRIX on NaN or inf, as if it did not converge: the interpreter
     then raises)."""
     x = n.inputs[0]
     xv, ov = lw.contiguous(x), lw.output_view(n.out)
@@ -558,7 +558,7 @@ def linalg_svd(lw, n):
     order = lw._work("int64_t", k, 8)
     loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], rows * cols),
                                               (ov, n.out.shape[:-2], (rows + 1 + cols) * k)])
-    body = [f"if (!tg_svd_{ct}({rows}, {cols}, {src}, {dst}, {work.name}, {order.name})) return 1;"]
+    body = [f"if (!tg_svd_{ct}({rows}, {cols}, {src}, {dst}, {work.name}, {order.name})) return TG_FAIL_MATRIX;"]
     views = [xv, ov, View(work.name, 0, (size,), (1,)), View(order.name, 0, (k,), (1,))]
     _raw(lw, _block(_loops(loops, body)), views, "linalg_svd")
 
@@ -583,7 +583,7 @@ def linalg_qr(lw, n):
 
 def linalg_pinv(lw, n):
     """Each matrix's pseudo-inverse from its one-sided Jacobi SVD (hermitian: its Jacobi
-    eigendecomposition), runtime.h.j2 tg_pinv (return 1 on non-finite input to the SVD: the
+    eigendecomposition), runtime.h.j2 tg_pinv (TG_FAIL_MATRIX on non-finite input to the SVD: the
     interpreter then raises)."""
     x = n.inputs[0]
     xv, ov = lw.contiguous(x), lw.output_view(n.out)
@@ -598,7 +598,7 @@ def linalg_pinv(lw, n):
     loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], rows * cols),
                                               (ov, n.out.shape[:-2], rows * cols)])
     body = [f"if (!tg_pinv_{ctype_of(x.dtype)}({rows}, {cols}, {src}, {dst}, {float(a['atol'])!r}, "
-            f"{float(a['rtol'])!r}, {int(bool(a['hermitian']))}, {work.name}, {order.name})) return 1;"]
+            f"{float(a['rtol'])!r}, {int(bool(a['hermitian']))}, {work.name}, {order.name})) return TG_FAIL_MATRIX;"]
     views = [xv, ov, View(work.name, 0, (size,), (1,)), View(order.name, 0, (big,), (1,))]
     _raw(lw, _block(_loops(loops, body)), views, "linalg_pinv")
 

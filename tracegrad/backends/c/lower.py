@@ -636,6 +636,12 @@ def c_expression(node, args, fast_math=True):
         a, b = args
         cmp = ">" if name == "maximum" else "<"
         return f"(({a} != {a}) ? {a} : (({b} != {b}) ? {b} : ({a} {cmp} {b} ? {a} : {b})))"
+    if name == "pow" and out.dtype.category == 1:  # exactly (C's pow is double's)
+        return f"(({ct})tg_ipow({args[0]}, {args[1]}))"
+    if name in ("fmod", "remainder") and out.dtype.category == 1:
+        from ...ops.elementwise import INTEGER_FMOD_C, INTEGER_REMAINDER_C
+
+        return (INTEGER_FMOD_C if name == "fmod" else INTEGER_REMAINDER_C).format(*args, ctype=ct)
     if name == "relu" and out.dtype.is_floating_point:
         a = args[0]
         return f"(({a} != {a} || {a} > 0) ? {a} : 0)"

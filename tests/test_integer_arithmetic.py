@@ -1,0 +1,128 @@
+"""Integer fmod, remainder, div with a rounding mode and pow: exact integer arithmetic (not
+through float64, which rounds above 2^53), eager, compiled (C and interpreter) and exported,
+against PyTorch; a zero divisor raises ZeroDivisionError everywhere, a divisor of -1 does not
+trap; integers to negative powers follow PyTorch."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+
+BIG = np.array([2**62 + 12345, -(2**60) - 7, 2**53 + 1, -7, 7, -(2**63) + 5, 0, 9, -2**63], np.int64)
+DIVISORS = np.array([1000003, 97, 10, 2, -2, -1, -3, 4, 7], np.int64)
+# what PyTorch gives, by Python's exact integers (floor: //, trunc: toward zero; fmod: the sign
+# of the dividend, remainder: of the divisor)
+OPS = {
+    "floor": (lambda a, b: tg.div(a, b, rounding_mode="floor"), lambda a, b: a // b),
+    "trunc": (lambda a, b: tg.div(a, b, rounding_mode="trunc"),
+              lambda a, b: -(-a // b) if (a < 0) != (b < 0) else a // b),
+    "floordiv_operator": (lambda a, b: a // b, lambda a, b: a // b),
+    "fmod": (tg.fmod, lambda a, b: a - b * (-(-a // b) if (a < 0) != (b < 0) else a // b)),
+    "remainder": (tg.remainder, lambda a, b: a % b),
+    "mod_operator": (lambda a, b: a % b, lambda a, b: a % b),
+}
+
+
+def _wrapped(values):
+    return np.array([(v + 2**63) % 2**64 - 2**63 for v in values], np.int64)  # (INT_MIN // -1 wraps)
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+@pytest.mark.parametrize("backend", [None, "c", "interpreter"])
+def test_exact_on_every_int64(name, backend):
+    fn, exact = OPS[name]
+    want = _wrapped([exact(int(a), int(b)) for a, b in zip(BIG, DIVISORS)])
+    run = tg.compile(fn, backend=backend, fullgraph=True) if backend else fn
+    got = run(tg.tensor(BIG), tg.tensor(DIVISORS))
+    assert got.dtype == tg.int64
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_int32_and_python_scalars_match_torch(name):
+    torch = pytest.importorskip("torch")
+    fn, _ = OPS[name]
+    a = np.arange(-20, 21, dtype=np.int32)
+    b = np.resize(np.array([3, -4, 7, -1, 2], np.int32), a.shape)
+    torch_fn = {"floor": lambda x, y: torch.div(x, y, rounding_mode="floor"),
+                "trunc": lambda x, y: torch.div(x, y, rounding_mode="trunc"),
+                "fmod": torch.fmod, "remainder": torch.remainder}.get(name, fn)
+    for other, other_torch in ((tg.tensor(b), torch.tensor(b)), (3, 3), (-5, -5)):
+        got = fn(tg.tensor(a), other)
+        want = torch_fn(torch.tensor(a), other_torch)
+        assert got.dtype.name == str(want.dtype).replace("torch.", "")
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        compiled = tg.compile(lambda x: fn(x, other), backend="c", fullgraph=True)(tg.tensor(a))
+        np.testing.assert_array_equal(compiled.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+@pytest.mark.parametrize("backend", [None, "c", "interpreter"])
+def test_zero_divisor_raises(name, backend):
+    fn, _ = OPS[name]
+    run = tg.compile(fn, backend=backend) if backend else fn
+    with pytest.raises(ZeroDivisionError, match="integer division by zero"):
+        run(tg.tensor([5, 3]), tg.tensor([2, 0]))
+
+
+POWERS = [(3, 39), (-3, 39), (2, 62), (2, 63), (10, 18), (7, 0), (0, 0), (0, 5), (-1, 7), (-1, -7),
+          (-1, -8), (1, -5), (2, -1), (0, -2), (-5, 3), (3, 41)]
+
+
+@pytest.mark.parametrize("backend", [None, "c", "interpreter"])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_pow_exact_and_negative_exponents(backend, dtype):
+    """Wrapping like repeated products (PyTorch's); a negative exponent gives 1, +-1 or 0."""
+    bits = 8 * np.dtype(dtype).itemsize
+
+    def exact(a, b):
+        if b < 0:
+            return 1 if a == 1 else ((-1) ** (-b) if a == -1 else 0)
+        v = a ** b % 2**bits
+        return v - 2**bits if v >= 2 ** (bits - 1) else v
+
+    a, b = (np.array(v, dtype) for v in zip(*POWERS))
+    run = tg.compile(lambda x, y: x ** y, backend=backend, fullgraph=True) if backend else (lambda x, y: x ** y)
+    got = run(tg.tensor(a), tg.tensor(b))
+    assert got.dtype.name == np.dtype(dtype).name
+    np.testing.assert_array_equal(got.numpy(), np.array([exact(int(x), int(y)) for x, y in zip(a, b)], dtype))
+    scalar = tg.compile(lambda x: x ** 3, backend=backend) if backend else (lambda x: x ** 3)
+    np.testing.assert_array_equal(scalar(tg.tensor(a)).numpy(), np.array([exact(int(x), 3) for x in a], dtype))
+
+
+def test_pow_matches_torch_and_rejects_a_negative_python_exponent():
+    torch = pytest.importorskip("torch")
+    a, b = (np.array(v, np.int64) for v in zip(*POWERS))
+    np.testing.assert_array_equal((tg.tensor(a) ** tg.tensor(b)).numpy(), (torch.tensor(a) ** torch.tensor(b)).numpy())
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        torch.tensor(a) ** -1
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        tg.tensor(a) ** -1
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        tg.pow(tg.tensor(a), -2)
+
+
+def test_exported_library_names_a_zero_divisor(tmp_path):
+    """The exported function computes exactly and, for a zero divisor, returns 2 with a message
+    naming it (and, for a bad index, one naming that)."""
+    import os
+
+    from tests.test_export import _call_shared_library, build
+
+    def fn(a, b, idx):
+        return a // b, a % b, tg.fmod(a, b), a.float()[idx]
+
+    args = (tg.tensor(BIG), tg.tensor(DIVISORS), tg.tensor([0, 2]))
+    ep = tg.export(fn, *args, name="intdiv")
+    build(ep, tmp_path)
+    library = os.path.join(str(tmp_path), "libintdiv.so")
+    arrays = [t.numpy() for t in args]
+    for got, want in zip(_call_shared_library(ep, library, arrays), fn(*args)):
+        np.testing.assert_array_equal(got, want.numpy())
+    zero = DIVISORS.copy()
+    zero[3] = 0
+    message = _call_shared_library(ep, library, [BIG, zero, arrays[2]], fails_with=2)
+    assert message == "intdiv: an integer division by zero (outputs are unspecified)"
+    message = _call_shared_library(ep, library, [BIG, DIVISORS, np.array([0, 99])], fails_with=2)
+    assert message == "intdiv: an index input is out of bounds (outputs are unspecified)"
