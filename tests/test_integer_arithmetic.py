@@ -1,7 +1,8 @@
 """Integer fmod, remainder, div with a rounding mode and pow: exact integer arithmetic (not
 through float64, which rounds above 2^53), eager, compiled (C and interpreter) and exported,
 against PyTorch; a zero divisor raises ZeroDivisionError everywhere, a divisor of -1 does not
-trap; integers to negative powers follow PyTorch."""
+trap; integers to negative powers follow PyTorch. And floor division of floats, which is
+PyTorch's (CPython's float //, from fmod: 1.0 // 0.1 is 9), not floor(a / b)."""
 from __future__ import annotations
 
 import numpy as np
@@ -126,3 +127,32 @@ def test_exported_library_names_a_zero_divisor(tmp_path):
     assert message == "intdiv: an integer division by zero (outputs are unspecified)"
     message = _call_shared_library(ep, library, [BIG, DIVISORS, np.array([0, 99])], fails_with=2)
     assert message == "intdiv: an index input is out of bounds (outputs are unspecified)"
+
+
+FLOAT_A = [1.0, 0.3, -1.0, 7.0, np.inf, -np.inf, 5.0, -0.0, 0.0, np.nan, 1e308, -3.5, 3.5, -5.0, 1e-300]
+FLOAT_B = [0.1, 0.1, 0.1, 0.7, 0.7, 2.0, 0.0, 3.0, -3.0, 1.0, 1e-308, 0.5, -0.5, 0.0, -1e300]
+
+
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+@pytest.mark.parametrize("backend", [None, "c", "interpreter"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_float_division_with_a_rounding_mode_matches_torch(mode, backend, dtype):
+    torch = pytest.importorskip("torch")
+    with np.errstate(over="ignore", under="ignore"):  # (1e308 is inf in float32)
+        a, b = np.array(FLOAT_A, dtype), np.array(FLOAT_B, dtype)
+    want = torch.div(torch.tensor(a), torch.tensor(b), rounding_mode=mode).numpy()
+    fn = lambda x, y: tg.div(x, y, rounding_mode=mode)  # noqa: E731
+    got = (tg.compile(fn, backend=backend, fullgraph=True) if backend else fn)(tg.tensor(a), tg.tensor(b)).numpy()
+    np.testing.assert_array_equal(got, want)
+    numbers = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))  # (-0.0 kept)
+
+
+def test_float_floor_division_has_zero_gradients():
+    x = tg.tensor([1.0, 2.5, -0.7], requires_grad=True)
+    y = tg.tensor([0.3, -0.4, 0.2], requires_grad=True)
+    out = x // y
+    assert out.requires_grad
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 0)
+    np.testing.assert_array_equal(y.grad.numpy(), 0)

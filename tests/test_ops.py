@@ -16,7 +16,8 @@ from tracegrad.ops import samples  # noqa: E402
 from tracegrad.ops.registry import REGISTRY  # noqa: E402
 
 CASES = [(name, k) for name in sorted(REGISTRY) for k in range(len(samples.cases(REGISTRY[name])))]
-DIFF_CASES = [(n, k) for n, k in CASES if REGISTRY[n].differentiable]
+DIFF_CASES = [(n, k) for n, k in CASES if REGISTRY[n].differentiable  # (and a float input: floor_divide of ints)
+              and samples.differentiable_positions(REGISTRY[n], samples.cases(REGISTRY[n])[k][0])]
 JVP_CASES = [(n, k) for n, k in DIFF_CASES if REGISTRY[n].jvp is not None]
 TWIN_CASES = [(n, k) for n, k in CASES if n in oracle.TWINS]
 

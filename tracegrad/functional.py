@@ -95,11 +95,8 @@ def div(a, b, rounding_mode=None):
     dt = _dt.result_type(a, b)
     if dt.category == 1:  # exactly, in integers (float64 rounds above 2^53)
         return (E.FLOOR_DIVIDE if rounding_mode == "floor" else E.TRUNC_DIVIDE)(*_promoted(a, b))
-    q = E.DIV(*_promoted(a, b, floating=True))
-    if rounding_mode == "floor":
-        q = E.FLOOR(q)
-    else:
-        q = E.SIGN(q) * E.FLOOR(E.ABS(q))
+    operands = _promoted(a, b, floating=True)
+    q = E.FLOOR_DIVIDE(*operands) if rounding_mode == "floor" else E.TRUNC(E.DIV(*operands))
     return cast(q, dt)
 
 

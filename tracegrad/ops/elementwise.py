@@ -396,10 +396,12 @@ def _trunc_divide(a, b):
     return np.where((np.remainder(a, b) != 0) & ((a < 0) != (b < 0)), q + 1, q).astype(q.dtype, copy=False)
 
 
-def _infer_integer_binary(a, b, **_):
-    if a.dtype is not b.dtype or a.dtype.category != 1:
-        raise TypeError(f"integer division primitive expects one integer dtype, got {a.dtype} and {b.dtype}")
-    return broadcast_shapes(a.shape, b.shape), a.dtype
+def _infer_division(category_ok):
+    def infer(a, b, **_):
+        if a.dtype is not b.dtype or not category_ok(a.dtype.category):
+            raise TypeError(f"division primitive: unexpected dtypes {a.dtype} and {b.dtype}")
+        return broadcast_shapes(a.shape, b.shape), a.dtype
+    return infer
 
 
 def _integer_c(expression):
@@ -411,13 +413,19 @@ def _integer_c(expression):
 
 _INT_SAMPLES = lambda: [(("signed_int", "nonzero_int"), {}),  # noqa: E731
                         ((("signed_int", (3, 1)), ("nonzero_int", (4,))), {})]
+# floor division of floats is NumPy's and PyTorch's (both CPython's float //: from fmod, so
+# 1.0 // 0.1 is 9, not floor(1.0 / 0.1) = 10; inf // x is nan): runtime.h.j2 tg_floor_divide.
+# Piecewise constant, so its gradient is 0 (PyTorch's).
+_ZERO_PARTIALS = dict(vjp=lambda ctx, g: tuple(g * 0 if need else None for need in ctx.needs_input_grad),
+                      jvp=lambda ctx, ta, tb: ((ta if ta is not None else tb) * 0).expand(
+                          broadcast_shapes(*ctx.shapes)), save=())
 _NEGATE = "({ctype})(0 - (uint64_t){0})"  # (-x, wrapping at INT_MIN)
 _SIGNS_DIFFER = "({0} % {1} != 0 && (({0} % {1} < 0) != ({1} < 0)))"  # (floor and trunc differ)
-FLOOR_DIVIDE = defop("floor_divide", infer=_infer_integer_binary,
+FLOOR_DIVIDE = defop("floor_divide", infer=_infer_division(lambda c: c in (1, 2)),
                      impl=_integer_divisor_checked(_quiet(np.floor_divide)), kind="elementwise",
-                     differentiable=False, sample=_INT_SAMPLES,
-                     c=_integer_c((_NEGATE, "{0} / {1} - " + _SIGNS_DIFFER)))
-TRUNC_DIVIDE = defop("trunc_divide", infer=_infer_integer_binary,
+                     sample=lambda: _INT_SAMPLES() + _MOD_SAMPLES(), **_ZERO_PARTIALS,
+                     c=_integer_c((_NEGATE, "{0} / {1} - " + _SIGNS_DIFFER)))  # (ints; floats: lower.py)
+TRUNC_DIVIDE = defop("trunc_divide", infer=_infer_division(lambda c: c == 1),
                      impl=_integer_divisor_checked(_quiet(_trunc_divide)), kind="elementwise",
                      differentiable=False, sample=_INT_SAMPLES, c=_integer_c((_NEGATE, "{0} / {1}")))
 # fmod and remainder on integers (their C expressions above are float's: lower.py c_expression)

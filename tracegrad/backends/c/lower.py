@@ -636,6 +636,8 @@ def c_expression(node, args, fast_math=True):
         a, b = args
         cmp = ">" if name == "maximum" else "<"
         return f"(({a} != {a}) ? {a} : (({b} != {b}) ? {b} : ({a} {cmp} {b} ? {a} : {b})))"
+    if name == "floor_divide" and out.dtype.is_floating_point:
+        return f"tg_floor_divide_{ct}({args[0]}, {args[1]})"
     if name == "pow" and out.dtype.category == 1:  # exactly (C's pow is double's)
         return f"(({ct})tg_ipow({args[0]}, {args[1]}))"
     if name in ("fmod", "remainder") and out.dtype.category == 1:
