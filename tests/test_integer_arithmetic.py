@@ -2,7 +2,8 @@
 through float64, which rounds above 2^53), eager, compiled (C and interpreter) and exported,
 against PyTorch; a zero divisor raises ZeroDivisionError everywhere, a divisor of -1 does not
 trap; integers to negative powers follow PyTorch. And floor division of floats, which is
-PyTorch's (CPython's float //, from fmod: 1.0 // 0.1 is 9), not floor(a / b)."""
+PyTorch's (CPython's float //, from fmod: 1.0 // 0.1 is 9), not floor(a / b); and sign, whose
+NaN is PyTorch's 0."""
 from __future__ import annotations
 
 import numpy as np
@@ -156,3 +157,15 @@ def test_float_floor_division_has_zero_gradients():
     out.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), 0)
     np.testing.assert_array_equal(y.grad.numpy(), 0)
+
+
+@pytest.mark.parametrize("backend", [None, "c", "interpreter"])
+def test_sign_of_nan_is_zero_as_in_pytorch(backend):
+    """PyTorch's sign is (x > 0) - (x < 0): 0 for NaN (NumPy's is NaN), and so abs's gradient
+    there."""
+    fn = tg.sign if backend is None else tg.compile(tg.sign, backend=backend)
+    got = fn(tg.tensor([np.nan, -np.nan, 2.0, -3.0, 0.0, -0.0, np.inf]))
+    np.testing.assert_array_equal(got.numpy(), [0, 0, 1, -1, 0, 0, 1])
+    x = tg.tensor([np.nan, -2.0], requires_grad=True)
+    x.abs().sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0, -1])

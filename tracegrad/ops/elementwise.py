@@ -124,7 +124,14 @@ RSQRT = unary("rsqrt", lambda x: 1 / np.sqrt(x), save=("out",),
               jvp=lambda ctx, t: t * -0.5 * ctx.out ** 3, c="(1 / sqrt({0}))")
 ABS = unary("abs", np.abs, float_only=False, vjp=lambda ctx, g: (g * ctx.input(0).sign(),),
             jvp=lambda ctx, t: t * ctx.input(0).sign(), c="fabs({0})")
-SIGN = unary("sign", np.sign, save=(), float_only=False,
+def _sign(x):
+    """PyTorch's sign: (x > 0) - (x < 0), so 0 for NaN (NumPy's np.sign gives NaN)."""
+    if x.dtype.kind != "f":
+        return np.sign(x)
+    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+
+
+SIGN = unary("sign", _sign, save=(), float_only=False,
              vjp=lambda ctx, g: (g * 0,), jvp=lambda ctx, t: t * 0,
              c="(({0} > 0) - ({0} < 0))")
 SIN = unary("sin", np.sin, vjp=lambda ctx, g: (g * ctx.input(0).cos(),),

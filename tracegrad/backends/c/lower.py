@@ -629,9 +629,8 @@ def c_expression(node, args, fast_math=True):
         return f"({args[0]} != 0)"
     if name == "abs" and not out.dtype.is_floating_point:
         return f"({args[0]} < 0 ? -{args[0]} : {args[0]})"
-    if name == "sign" and out.dtype.is_floating_point:
-        a = args[0]
-        return f"(({a} != {a}) ? {a} : ({ct})(({a} > 0) - ({a} < 0)))"
+    if name == "sign" and out.dtype.is_floating_point:  # (0 for NaN, as PyTorch's)
+        return f"(({ct})(({args[0]} > 0) - ({args[0]} < 0)))"
     if name in ("maximum", "minimum") and out.dtype.is_floating_point:
         a, b = args
         cmp = ">" if name == "maximum" else "<"
