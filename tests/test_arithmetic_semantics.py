@@ -1,9 +1,9 @@
-"""Integer fmod, remainder, div with a rounding mode and pow: exact integer arithmetic (not
-through float64, which rounds above 2^53), eager, compiled (C and interpreter) and exported,
-against PyTorch; a zero divisor raises ZeroDivisionError everywhere, a divisor of -1 does not
-trap; integers to negative powers follow PyTorch. And floor division of floats, which is
-PyTorch's (CPython's float //, from fmod: 1.0 // 0.1 is 9), not floor(a / b); and sign, whose
-NaN is PyTorch's 0."""
+"""Arithmetic whose results PyTorch users rely on exactly: integer fmod, remainder, div with a
+rounding mode and pow in exact integer arithmetic (not through float64, which rounds above
+2^53), eager, compiled (C and interpreter) and exported, against PyTorch; a zero divisor raises
+ZeroDivisionError everywhere, a divisor of -1 does not trap; integers to negative powers follow
+PyTorch. Floor division of floats is PyTorch's (CPython's float //, from fmod: 1.0 // 0.1 is
+9), not floor(a / b); sign of NaN is PyTorch's 0."""
 from __future__ import annotations
 
 import numpy as np
