@@ -3,7 +3,8 @@ rounding mode and pow in exact integer arithmetic (not through float64, which ro
 2^53), eager, compiled (C and interpreter) and exported, against PyTorch; a zero divisor raises
 ZeroDivisionError everywhere, a divisor of -1 does not trap; integers to negative powers follow
 PyTorch. Floor division of floats is PyTorch's (CPython's float //, from fmod: 1.0 // 0.1 is
-9), not floor(a / b); sign of NaN is PyTorch's 0."""
+9), not floor(a / b); sign of NaN is PyTorch's 0. Float functions of integer tensors, and
+log_ndtr's tails."""
 from __future__ import annotations
 
 import numpy as np
@@ -169,3 +170,53 @@ def test_sign_of_nan_is_zero_as_in_pytorch(backend):
     x = tg.tensor([np.nan, -2.0], requires_grad=True)
     x.abs().sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [0, -1])
+
+
+FLOAT_OPS_OF_INTEGERS = ["sigmoid", "erf", "erfc", "erfinv", "lgamma", "digamma", "i0", "special.i0e",
+                         "special.i1", "special.ndtri", "special.erfcx", "special.bessel_j0",
+                         "special.bessel_y1", "special.modified_bessel_k0", "special.airy_ai"]
+
+
+@pytest.mark.parametrize("name", FLOAT_OPS_OF_INTEGERS)
+@pytest.mark.parametrize("backend", [None, "c", "interpreter"])
+def test_float_functions_of_integer_tensors(name, backend):
+    """An integer tensor is computed as the default float dtype (sigmoid of int64 gave zeros)."""
+    fn = tg
+    for part in name.split("."):
+        fn = getattr(fn, part)
+    ints = tg.tensor([1, 2, 3])
+    run = tg.compile(fn, backend=backend) if backend else fn
+    got, want = run(ints), fn(ints.float())
+    assert got.dtype == tg.float32
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_log_ndtr_across_its_range(dtype):
+    """Finite into the far lower tail (float32's ndtr underflows from about -13.5) and accurate
+    in the upper one (1 - ndtr rounds there); against PyTorch."""
+    torch = pytest.importorskip("torch")
+    x = np.array([-40, -20.5, -19.5, -13, -10.5, -9.5, -3, -0.5, 0, 1e-3, 0.5, 1, 2, 3, 5, 8, 10], dtype)
+    got = tg.special.log_ndtr(tg.tensor(x)).numpy()
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, torch.special.log_ndtr(torch.tensor(x)).numpy(),
+                               rtol=4e-7 if dtype == np.float32 else 1e-12)
+
+
+def test_reflected_and_in_place_division_operators_match_torch():
+    """``7 // x``, and ``//=``, ``%=``, ``**=`` in place (a view of the tensor sees them)."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (tg, torch):
+        x = lib.tensor([7, -7])
+        view = x[:1]
+        row = [7 // x, 7.5 // x]
+        x //= 2
+        row += [x.clone(), view.clone()]
+        x %= 3
+        row += [x.clone(), view.clone()]
+        x **= 2
+        row += [x, view]
+        results.append([r.numpy() for r in row])
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(ours, theirs)

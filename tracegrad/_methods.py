@@ -148,6 +148,7 @@ Tensor.__neg__ = F.neg
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = F.abs
 Tensor.__floordiv__ = lambda self, other: F.div(self, other, rounding_mode="floor")
+Tensor.__rfloordiv__ = _binop(lambda a, b: F.div(a, b, rounding_mode="floor"), reflected=True)
 Tensor.__rtruediv__ = _binop(F.div, reflected=True)
 
 
@@ -376,6 +377,7 @@ for _alias, _name in [("divide_", "div_"), ("true_divide_", "div_"), ("multiply_
                       ("arctan2_", "atan2_"), ("fix_", "trunc_"), ("swapdims", "transpose"),
                       ("ger", "outer"), ("ndimension", "dim")]:
     setattr(Tensor, _alias, getattr(Tensor, _name))
+Tensor.__ifloordiv__, Tensor.__imod__, Tensor.__ipow__ = Tensor.floor_divide_, Tensor.remainder_, Tensor.pow_
 Tensor.msort = lambda self: F.sort(self, dim=0).values
 Tensor.is_complex = lambda self: False  # (no complex dtypes)
 Tensor.is_signed = lambda self: self._dtype.category != 0

@@ -60,16 +60,21 @@ def ndtr(input):
 
 
 def log_ndtr(input):
-    """``log ndtr(x)``, finite far into the lower tail (an asymptotic series below -20, where
-    ``ndtr`` itself underflows)."""
+    """``log ndtr(x)``, finite far into the lower tail (an asymptotic series below -20, -10 in
+    float32, where ``ndtr`` itself underflows) and accurate in the upper one (``log1p(-ndtr(-x))`` above 0,
+    where ``ndtr`` rounds to 1)."""
     x = input
-    far = x < -20
-    xs = F.where(far, x, -20.0)  # (each branch computed where it is valid, for finite gradients)
-    z = F.where(far, -1.0, x)
+    # (float32's erfc underflows from about 13.5: the series, with 4 terms within float32's
+    # precision from 10, takes over there)
+    cut = -20.0 if x.dtype is _dt.float64 else -10.0
+    far, upper = x < cut, x > 0
+    xs = F.where(far, x, cut)  # (each branch computed where it is valid, for finite gradients)
+    z = F.where(far | upper, -1.0, x)
     inv2 = 1 / (xs * xs)
     series = F.log1p(inv2 * (-1 + inv2 * (3 + inv2 * (-15 + inv2 * 105))))
     tail = -0.5 * xs * xs - F.log(-xs) - 0.5 * math.log(2 * math.pi) + series
-    return F.where(far, tail, F.log(0.5 * F.erfc(-z * _SQRT_HALF)))
+    above = F.log1p(-0.5 * F.erfc(F.where(upper, x, 1.0) * _SQRT_HALF))
+    return F.where(far, tail, F.where(upper, above, F.log(0.5 * F.erfc(-z * _SQRT_HALF))))
 
 
 def entr(input):

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from .elementwise import _infer_unary_float, _quiet
+from .elementwise import _infer_unary_float, _quiet, on_floats
 from .registry import defop
 
 _AN = (3.46538101525629032477e-01, 1.20075952739645805542e+01, 7.62796053615234516538e+01,
@@ -99,7 +99,7 @@ def _airy_ai(x):
     return np.where(np.isinf(x) | np.isnan(x), dtype(np.nan), value)
 
 
-AIRY_AI = defop("airy_ai", infer=_infer_unary_float, impl=_quiet(lambda x: _airy_ai(x).astype(x.dtype, copy=False)),
+AIRY_AI = defop("airy_ai", infer=_infer_unary_float, impl=_quiet(on_floats(lambda x: _airy_ai(x).astype(x.dtype, copy=False))),
                 kind="elementwise", differentiable=False,
                 c="(sizeof({0}) == sizeof(double) ? tg_airy_ai_d({0}) : tg_airy_ai_f({0}))",
                 sample=lambda: [(("any",), {})])

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .bessel import _modified
-from .elementwise import _infer_unary_float, _quiet
+from .elementwise import _infer_unary_float, _quiet, on_floats
 from .registry import defop
 
 # Cephes k0.c / k1.c (PyTorch's aten/src/ATen/native/Math.h): A on (0, 2], B above 2
@@ -90,7 +90,7 @@ def _bessel_k(order, scaled):
 
 def _op(order, scaled):
     name = f"{'scaled_' if scaled else ''}modified_bessel_k{order}"
-    return defop(name, infer=_infer_unary_float, impl=_quiet(_bessel_k(order, scaled)), kind="elementwise",
+    return defop(name, infer=_infer_unary_float, impl=_quiet(on_floats(_bessel_k(order, scaled))), kind="elementwise",
                  differentiable=False, c=f"tg_bessel_k({{0}}, {order}, {int(scaled)}, sizeof({{0}}) == sizeof(float))",
                  sample=lambda: [(("positive",), {})])
 

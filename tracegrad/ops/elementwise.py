@@ -62,8 +62,20 @@ def _quiet(fn):
     return impl
 
 
+def on_floats(fn):
+    """``fn`` of one array, given floats: an integer or bool array is first converted to the
+    default float dtype, the one _infer_unary_float gives its result, so that ``fn``'s own
+    casts to its input's dtype do not truncate (sigmoid of an int64 tensor gave zeros)."""
+    def impl(x, **attrs):
+        if x.dtype.kind != "f":
+            x = x.astype(_dt.get_default_dtype().np)
+        return fn(x, **attrs)
+    return impl
+
+
 def unary(name, fn, vjp, jvp, c, save=(0,), float_only=True, differentiable=True):
     infer = _infer_unary_float if float_only else _infer_unary_same
+    fn = on_floats(fn) if float_only else fn
     return defop(name, infer=infer, impl=_quiet(fn), vjp=vjp, jvp=jvp, save=save, c=c,
                  kind="elementwise", differentiable=differentiable,
                  sample=lambda: [((_sample_for(name),), {})])

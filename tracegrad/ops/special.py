@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from .elementwise import _infer_binary, _quiet, binary, unary
+from .elementwise import _infer_binary, _quiet, binary, on_floats, unary
 from .registry import defop, raise_no_derivative
 
 # B_2k / (2k) for k = 1..7: the series psi(x) ~ ln x - 1/(2x) - sum B_2k / (2k x^2k)
@@ -115,7 +115,7 @@ def _float():
 
 
 POLYGAMMA = defop(
-    "polygamma", infer=_infer_polygamma, impl=_quiet(_polygamma), save=(0,), kind="elementwise",
+    "polygamma", infer=_infer_polygamma, impl=_quiet(on_floats(_polygamma)), save=(0,), kind="elementwise",
     vjp=lambda ctx, g: (g * POLYGAMMA(ctx.input(0), n=ctx.n + 1),),
     jvp=lambda ctx, t: t * POLYGAMMA(ctx.input(0), n=ctx.n + 1),
     c="tg_polygamma({n}, {0})",
