@@ -306,3 +306,28 @@ def test_a_training_step_of_composites_traces_and_matches_eager():
     np.testing.assert_allclose(got.item(), want.item(), rtol=1e-12)
     for g, p in zip(grads, (x, w, emb)):
         np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", [None, "c"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_a_batch_whose_targets_are_all_ignored(backend, weighted, smoothing):
+    """PyTorch's mean loss is NaN (nothing to average) and the gradients are zeros, not NaN (a
+    padding-only batch must not poison the parameters)."""
+    rng = np.random.default_rng(3)
+    x, target, weight = rng.standard_normal((4, 5)), np.full(4, -100), rng.random(5) + 0.5
+
+    def loss_and_grad(lib, functional, grad):
+        def step(xt, t):
+            loss = functional.cross_entropy(xt, t, weight=lib.tensor(weight) if weighted else None,
+                                            label_smoothing=smoothing)
+            return loss.detach(), grad(loss, [xt])[0]
+        return step
+
+    step = loss_and_grad(tg, F, tg.autograd.grad)
+    step = tg.compile(step, backend=backend) if backend else step
+    loss, grad = step(tg.tensor(x, requires_grad=True), tg.tensor(target))
+    want_loss, want_grad = loss_and_grad(torch, TF, torch.autograd.grad)(
+        torch.tensor(x, requires_grad=True), torch.tensor(target))
+    assert np.isnan(loss.numpy()) and np.isnan(want_loss.numpy())
+    np.testing.assert_array_equal(grad.numpy(), want_grad.numpy())

@@ -215,6 +215,13 @@ def _class_weight(weight, nclass, ndim, dtype):
     return T.reshape(T.cast(weight, dtype), [nclass] + [1] * (ndim - 2)) if ndim > 1 else weight
 
 
+def _mean_over_weight(loss_sum, weight_sum):
+    """``loss_sum / weight_sum``; with nothing to weigh (every target ignored) NaN, as PyTorch's,
+    but with zero gradients, as its nll_loss backward gives (0/0 would give NaN ones)."""
+    empty = T.eq(weight_sum, 0)
+    return T.where(empty, float("nan"), T.div(loss_sum, T.where(empty, 1.0, weight_sum)))
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log-likelihood of integer ``target`` classes under log-probabilities ``input``
@@ -243,7 +250,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
                   .reshape(tuple(safe.shape)))
     loss = T.neg(T.mul(picked, w))
     if reduction == "mean":
-        return T.div(T.sum(loss), T.sum(w))
+        return _mean_over_weight(T.sum(loss), T.sum(w))
     return _reduce(loss, reduction)
 
 
@@ -280,12 +287,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     smooth = T.mul(T.neg(T.sum(terms, cdim)), keep)
     if reduction == "mean":
         if weight is None:
-            smooth = T.div(T.sum(smooth), T.sum(keep))
+            smooth = _mean_over_weight(T.sum(smooth), T.sum(keep))
         else:
             safe = T.where(T.ne(target, ignore_index), target, 0).long()
             wt = T.mul(I.index_select(T.cast(weight, input.dtype), 0, T.reshape(safe, -1))
                        .reshape(tuple(safe.shape)), keep)
-            smooth = T.div(T.sum(smooth), T.sum(wt))
+            smooth = _mean_over_weight(T.sum(smooth), T.sum(wt))
     else:
         smooth = _reduce(smooth, reduction)
     return T.add(T.mul(nll, 1 - label_smoothing), T.mul(smooth, label_smoothing / nclass))
