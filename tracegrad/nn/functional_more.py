@@ -180,14 +180,29 @@ def adaptive_avg_pool3d(input, output_size):
     return _resample(input, [_adaptive_matrix(input.shape[input.ndim - 3 + d], n) for d, n in enumerate(sizes)])
 
 
-_INTERP_DIMS = {"linear": 1, "bilinear": 2, "trilinear": 3}
+_INTERP_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+_CUBIC_A = -0.75  # (the cubic convolution kernel's parameter, PyTorch's and OpenCV's)
+
+
+def _cubic_weights(t):
+    """The weights of the neighbours at offsets -1, 0, 1, 2 of a source position ``t`` past
+    its floor (PyTorch's get_cubic_upsample_coefficients)."""
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
 def _interp_matrix(n_in, n_out, scale, mode, align_corners):
     """(out, in) weights of one dim: PyTorch's source index for each output index (nearest:
     ``floor(dst * scale)``; nearest-exact: ``floor((dst + 0.5) * scale)``; linear: the two
     neighbours of ``(dst + 0.5) * scale - 0.5`` clamped at 0, or of ``dst * (in - 1) / (out -
-    1)`` with align_corners)."""
+    1)`` with align_corners; bicubic: four neighbours of the same, unclamped, position)."""
     m = np.zeros((n_out, n_in))
     dst = np.arange(n_out, dtype=np.float64)
     if mode in ("nearest", "nearest-exact"):
@@ -197,7 +212,13 @@ def _interp_matrix(n_in, n_out, scale, mode, align_corners):
     if align_corners:
         src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
     else:
-        src = np.maximum((dst + 0.5) * scale - 0.5, 0.0)
+        src = (dst + 0.5) * scale - 0.5
+    if mode == "bicubic":  # (four neighbours, clamped to the edge; the position is not clamped)
+        base = np.floor(src).astype(np.int64)
+        for offset, weight in zip(range(-1, 3), _cubic_weights(src - base)):
+            np.add.at(m, (np.arange(n_out), np.clip(base + offset, 0, n_in - 1)), weight)
+        return m
+    src = np.maximum(src, 0.0)
     i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
     i1 = np.minimum(i0 + 1, n_in - 1)
     frac = src - i0
@@ -209,13 +230,14 @@ def _interp_matrix(n_in, n_out, scale, mode, align_corners):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dims (all but the first two) to ``size``, or by ``scale_factor``:
-    modes nearest, nearest-exact, linear, bilinear, trilinear, with PyTorch's index rules."""
+    modes nearest, nearest-exact, linear, bilinear, bicubic, trilinear, with PyTorch's index
+    rules."""
     k = input.ndim - 2
     if k < 1:
         raise ValueError(f"interpolate: expected an input with a batch and a channel dim, got {input.ndim} dims")
     if mode not in ("nearest", "nearest-exact") and mode not in _INTERP_DIMS:
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported; nearest, nearest-exact, "
-                                  "linear, bilinear and trilinear are")
+                                  "linear, bilinear, bicubic and trilinear are")
     if mode in _INTERP_DIMS and _INTERP_DIMS[mode] != k:
         raise ValueError(f"Got {input.ndim}D input, but {mode} mode needs {_INTERP_DIMS[mode] + 2}D input")
     if align_corners is not None and mode in ("nearest", "nearest-exact"):
