@@ -1,5 +1,5 @@
 """tg.cdist, trapezoid, cumulative_trapezoid, gradient, renorm, frexp, chain_matmul, hardshrink
-(tracegrad/numerics.py); cartesian_prod, combinations, block_diag, atleast_nd, dstack,
+(tracegrad/numerics.py); vander, cartesian_prod, combinations, block_diag, atleast_nd, dstack,
 tril/triu_indices (layout.py); searchsorted, bucketize, isin, msort, mode (searching.py):
 values and gradients against PyTorch, traced forms compiled against eager."""
 import numpy as np
@@ -93,6 +93,7 @@ def test_frexp_chain_matmul_hardshrink():
     tm, te = torch.frexp(to_torch(x))
     assert_close(m, tm, "mantissa")
     assert e.dtype == tg.int32 and (e.numpy() == te.numpy()).all()
+    assert type(tg.frexp(to_tg(x))).__name__ == "frexp" and tg.frexp(to_tg(x)).exponent.dtype == tg.int32
     mats = [rng.standard_normal(s) for s in [(2, 3), (3, 4), (4, 2)]]
     compare_fn(lambda *m: tg.chain_matmul(*m), lambda *m: torch.chain_matmul(*m), mats)
     compare_fn(lambda x: tg.hardshrink(x, 0.7), lambda x: torch.hardshrink(x, 0.7), [rng.standard_normal(9)])
@@ -163,3 +164,19 @@ def test_isin_msort_mode():
         np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
         np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
     compare_fn(lambda v: tg.mode(v, 1).values, lambda v: torch.mode(v, 1).values, [x])
+
+
+@pytest.mark.parametrize("x,kwargs", [([1, 2, 3], {"N": 3}), ([1.5, -2.0, 0.5, 3.0], {}),
+                                      ([2, -3], {"N": 5, "increasing": True}), ([1.0, 2.0], {"N": 0}),
+                                      ([1.0, 2.0], {"N": 1})])
+def test_vander(x, kwargs):
+    """Values and dtype as PyTorch's; the gradient by finite differences (PyTorch's own
+    vander backward fails: it modifies a saved tensor in place)."""
+    got, want = tg.vander(tg.tensor(x), **kwargs), torch.vander(torch.tensor(x), **kwargs)
+    assert got.dtype.name == str(want.dtype).replace("torch.", "")
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    compiled = tg.compile(lambda v: tg.vander(v, **kwargs), backend="c", fullgraph=True)(tg.tensor(x))
+    np.testing.assert_array_equal(compiled.numpy(), want.numpy())
+    if isinstance(x[0], float) and kwargs.get("N", len(x)) > 0:
+        assert tg.autograd.gradcheck(lambda v: tg.vander(v, **kwargs),
+                                     [tg.tensor(x, dtype=tg.float64, requires_grad=True)])

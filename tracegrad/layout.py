@@ -22,7 +22,7 @@ from .tensor import Size, Tensor
 __all__ = ["tile", "select", "rot90", "fliplr", "flipud", "meshgrid", "tensor_split", "take", "ravel",
            "take_along_dim", "hsplit", "vsplit", "dsplit", "diag_embed", "diagflat", "broadcast_tensors",
            "broadcast_shapes", "cartesian_prod", "combinations", "block_diag", "atleast_1d", "atleast_2d",
-           "atleast_3d", "dstack", "tril_indices", "triu_indices"]
+           "atleast_3d", "dstack", "tril_indices", "triu_indices", "vander"]
 
 
 def repeat(input, *sizes):
@@ -255,6 +255,29 @@ def combinations(input, r=2, with_replacement=False):
     rows = list(pick(range(input.shape[0]), r))
     index = tensor([i for row in rows for i in row], dtype=_dt.int64)
     return input[index].reshape(len(rows), r)
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of a 1-D tensor: column j is ``x ** (N - 1 - j)`` (``increasing``:
+    ``x ** j``), ``N`` columns (default: as many as elements); integer input stays integer.
+
+    >>> import tracegrad as tg
+    >>> tg.vander(tg.tensor([1, 2, 3]), N=3)
+    tensor([[1, 1, 1],
+            [4, 2, 1],
+            [9, 3, 1]])
+    """
+    if x.ndim != 1:
+        raise RuntimeError(f"x must be a one-dimensional tensor, got {x.ndim} dims")
+    n = x.shape[0] if N is None else int(N)
+    if n < 0:
+        raise RuntimeError(f"N must be non-negative, got {n}")
+    if n == 0:
+        return zeros((x.shape[0], 0), dtype=x.dtype)
+    # (successive products, as PyTorch's cumprod: differentiable, exact for integers)
+    columns = F.cat([(x * 0 + 1).reshape(-1, 1), x.reshape(-1, 1).expand(x.shape[0], n - 1)], 1)
+    powers = columns.cumprod(1)
+    return powers if increasing else powers.flip(1)
 
 
 def block_diag(*tensors):

@@ -23,6 +23,7 @@ from .creation import full_like, ones_like, zeros_like
 from .tensor import Tensor
 
 _histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
+_frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
 
 __all__ = ["cdist", "trapezoid", "trapz", "cumulative_trapezoid", "gradient", "renorm", "frexp",
            "chain_matmul", "hardshrink", "angle", "gcd", "lcm", "nextafter", "histogram"]
@@ -209,7 +210,7 @@ def frexp(input):
         raise RuntimeError(f"torch.frexp() only supports floating-point dtypes, got {input.dtype}")
     trace.graph_break("frexp reads the bits of the values (no traced form)")
     mantissa, exponent = np.frexp(input.detach().numpy())
-    return tensor(mantissa, dtype=input.dtype), tensor(exponent.astype(np.int32), dtype=_dt.int32)
+    return _frexp_result(tensor(mantissa, dtype=input.dtype), tensor(exponent.astype(np.int32), dtype=_dt.int32))
 
 
 def chain_matmul(*matrices, out=None):
