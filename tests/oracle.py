@@ -236,7 +236,7 @@ def _twins():
         "linalg_det": t.linalg.det,
         "linalg_solve": t.linalg.solve,
         # (tracegrad reads the symmetric part; PyTorch the lower triangle: equal on symmetric input)
-        "linalg_cholesky": lambda a: t.linalg.cholesky((a + a.mT) / 2),
+        "linalg_cholesky": lambda a, check=True: t.linalg.cholesky((a + a.mT) / 2),
         "linalg_eigh": _eigh_packed,  # (the packed (n + 1, n) layout: eigenvalues, then vectors)
         "linalg_svd": _svd_packed,  # (packed (m + 1 + n, k): U, S, V)
         "linalg_qr": _qr_packed,  # (packed (m + kq, max(kq, n)): Q, then R)

@@ -350,3 +350,29 @@ def test_compiled_svd_of_rank_deficient_matrices_keeps_orthonormal_factors():
         np.testing.assert_allclose(vh @ vh.T, np.eye(k), atol=1e-12)
         np.testing.assert_allclose((u * s) @ vh, x, atol=1e-12)
         np.testing.assert_allclose(s, tg.linalg.svdvals(tg.tensor(x)).numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", [None, "c", "interpreter"])
+def test_cholesky_ex_reports_info_instead_of_raising(backend):
+    """info is LAPACK's (the order of the first leading minor that is not positive-definite),
+    as PyTorch's; L of the positive-definite matrices is PyTorch's, of the others NaN from that
+    pivot on; check_errors raises, naming the batch element."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((3, 4, 4))
+    a = m @ np.swapaxes(m, -1, -2) + np.eye(4)
+    a[1, 2, 2] = -5.0
+    a[2] = -np.eye(4)
+    run = tg.linalg.cholesky_ex if backend is None else tg.compile(
+        lambda x: tuple(tg.linalg.cholesky_ex(x)), backend=backend, fullgraph=True)
+    lower, info = run(tg.tensor(a))
+    want = torch.linalg.cholesky_ex(torch.tensor(a))
+    assert info.dtype == tg.int32
+    np.testing.assert_array_equal(info.numpy(), want.info.numpy())
+    np.testing.assert_allclose(lower.numpy()[0], want.L.numpy()[0], rtol=1e-12)
+    failed = lower.numpy()[1]
+    assert np.isnan(failed[2, 2]) and np.isnan(failed[3, 2:]).all() and not np.isnan(failed[:2]).any()
+    upper = tg.linalg.cholesky_ex(tg.tensor(a[0]), upper=True)
+    np.testing.assert_allclose(upper.L.numpy(), torch.linalg.cholesky_ex(torch.tensor(a[0]), upper=True).L.numpy())
+    with pytest.raises(RuntimeError, match=r"leading minor of order 3 is not positive-definite\) \(batch element 1\)"):
+        tg.linalg.cholesky_ex(tg.tensor(a), check_errors=True)

@@ -33,13 +33,14 @@ from .linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve  # noqa: F401  (tg.
 from .ops import decompositions as D, determinant as _det, linalg as L
 from .tensor import Tensor
 
-__all__ = ["inv", "det", "slogdet", "solve", "cholesky", "solve_triangular", "vector_norm",
+__all__ = ["inv", "det", "slogdet", "solve", "cholesky", "cholesky_ex", "solve_triangular", "vector_norm",
            "matrix_norm", "norm", "matrix_power", "cross", "eigh", "eigvalsh", "svd", "svdvals",
            "cond", "pinv", "matrix_rank", "qr", "matrix_exp", "multi_dot", "vecdot", "diagonal", "vander",
            "lu_factor", "lu_factor_ex", "lu", "lu_solve", "lstsq", "eig", "eigvals",
            "ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
+cholesky_ex_result = namedtuple("linalg_cholesky_ex", ["L", "info"])
 eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
 svd_result = namedtuple("linalg_svd", ["U", "S", "Vh"])
 qr_result = namedtuple("linalg_qr", ["Q", "R"])
@@ -103,6 +104,30 @@ def cholesky(A, *, upper=False):
     """
     lower = L.CHOLESKY(A)
     return F.transpose(lower, -2, -1) if upper else lower
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    """``cholesky`` that also returns ``info`` (int32 per matrix: 0, or the order of the first
+    leading minor that is not positive-definite, LAPACK's) instead of raising; a matrix that is
+    not positive-definite gets ``L`` NaN from that pivot on (PyTorch leaves it unspecified).
+    ``check_errors=True`` raises for such a matrix, as ``cholesky``.
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.cholesky_ex(tg.tensor([[4.0, 2.0], [2.0, -5.0]])).info
+    tensor(2, dtype=tracegrad.int32)
+    """
+    from .linalg_lu import first_true
+
+    lower = L.CHOLESKY(A, check=False)
+    info = first_true(F.logical_not(F.gt(lower.detach().diagonal(0, -2, -1), 0)))
+    if check_errors and bool(info.any()):
+        flat = info.reshape(-1)
+        batch = int(F.argmax(F.cast(F.ne(flat, 0), flat.dtype)).item())
+        where = f" (batch element {batch})" if A.ndim > 2 else ""
+        raise RuntimeError(f"linalg.cholesky_ex: The factorization could not be completed because the input "
+                           f"is not positive-definite (the leading minor of order {int(flat[batch].item())} "
+                           f"is not positive-definite){where}.")
+    return cholesky_ex_result(F.transpose(lower, -2, -1) if upper else lower, info)
 
 
 def _check_uplo(name, UPLO):

@@ -161,12 +161,33 @@ def _right_solve(x, lower):
     return _mT(SOLVE(_mT(lower), _mT(x)))
 
 
-def _cholesky_impl(a):
+def _cholesky_nan(a):
+    """Cholesky-Banachiewicz of one symmetric matrix, a pivot that is not positive set to NaN
+    and carried on (as the C kernel: runtime.h.j2 tg_cholesky)."""
+    n = a.shape[-1]
+    out = np.zeros_like(a)
+    for i in range(n):
+        for j in range(i + 1):
+            s = a[i, j] - out[i, :j] @ out[j, :j]
+            if i == j:
+                out[i, i] = np.sqrt(s) if s > 0 else np.nan
+            else:
+                out[i, j] = s / out[j, j]
+    return out
+
+
+def _cholesky_impl(a, check=True):
+    """``check``: raise for a matrix that is not positive-definite; else its factor is NaN from
+    the first pivot that is not positive on (linalg.cholesky_ex reads that pivot)."""
+    sym = (a + np.swapaxes(a, -1, -2)) * 0.5
     try:
-        return np.linalg.cholesky((a + np.swapaxes(a, -1, -2)) * 0.5)
+        return np.linalg.cholesky(sym)
     except np.linalg.LinAlgError:
-        raise RuntimeError("linalg.cholesky: The factorization could not be completed because the "
-                           "input is not positive-definite") from None
+        if check:
+            raise RuntimeError("linalg.cholesky: The factorization could not be completed because the "
+                               "input is not positive-definite") from None
+    flat = sym.reshape(-1, *sym.shape[-2:])
+    return np.stack([_cholesky_nan(m) for m in flat]).reshape(sym.shape) if flat.size else sym
 
 
 def _cholesky_vjp(ctx, g):
@@ -183,7 +204,8 @@ def _cholesky_jvp(ctx, t):
     return MATMUL(lower, _phi(inner))
 
 
-CHOLESKY = defop("linalg_cholesky", infer=lambda a: (_square("cholesky", a), a.dtype),
+CHOLESKY = defop("linalg_cholesky", infer=lambda a, check=True: (_square("cholesky", a), a.dtype),
                  impl=_cholesky_impl, save=("out",), kind="linalg", vjp=_cholesky_vjp,
                  jvp=_cholesky_jvp,
-                 sample=lambda: [((_well_conditioned(),), {}), ((_well_conditioned((2, 4, 4)),), {})])
+                 sample=lambda: [((_well_conditioned(),), {}), ((_well_conditioned((2, 4, 4)),), {}),
+                                 ((_well_conditioned((2, 3, 3)),), {"check": False})])

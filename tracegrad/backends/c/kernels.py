@@ -512,8 +512,9 @@ def linalg_solve(lw, n):
 
 def linalg_cholesky(lw, n):
     """Each matrix's Cholesky factor ``L`` (lower, zeros above) of its symmetric part (the
-    primitive's reading, ops/linalg.py), column by column into the output (TG_FAIL_MATRIX when a
-    pivot is not positive: the interpreter then raises the error)."""
+    primitive's reading, ops/linalg.py), column by column into the output (with ``check``,
+    TG_FAIL_MATRIX when a pivot is not positive: the interpreter then raises the error;
+    without, NaN from that pivot on)."""
     x = n.inputs[0]
     xv, ov = lw.contiguous(x), lw.output_view(n.out)
     if _prod(n.out.shape) == 0:
@@ -521,7 +522,8 @@ def linalg_cholesky(lw, n):
     size, ct = x.shape[-1], ctype_of(x.dtype)
     loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], size * size),
                                               (ov, n.out.shape[:-2], size * size)])
-    body = [f"if (!tg_cholesky_{ct}({size}, {src}, {dst})) return TG_FAIL_MATRIX;"]
+    call = f"tg_cholesky_{ct}({size}, {src}, {dst})"
+    body = [f"if ({call}) return TG_FAIL_MATRIX;" if n.attrs.get("check", True) else f"(void){call};"]
     _raw(lw, _block(_loops(loops, body)), [xv, ov], "linalg_cholesky")
 
 
