@@ -376,3 +376,58 @@ def test_cholesky_ex_reports_info_instead_of_raising(backend):
     np.testing.assert_allclose(upper.L.numpy(), torch.linalg.cholesky_ex(torch.tensor(a[0]), upper=True).L.numpy())
     with pytest.raises(RuntimeError, match=r"leading minor of order 3 is not positive-definite\) \(batch element 1\)"):
         tg.linalg.cholesky_ex(tg.tensor(a), check_errors=True)
+
+
+@pytest.mark.parametrize("backend", [None, "c"])
+def test_inv_ex_and_solve_ex(backend):
+    """info as PyTorch's (LU's first zero pivot); results of the invertible matrices PyTorch's,
+    of the singular ones NaN; check_errors raises LinAlgError (a RuntimeError, as PyTorch's)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 3, 3))
+    a[1] = [[1, 2, 3], [2, 4, 6], [1, 0, 1]]
+    b, vec = rng.standard_normal((2, 3, 2)), rng.standard_normal((2, 3))
+
+    def ours(x, y, v):
+        return (*tg.linalg.inv_ex(x), *tg.linalg.solve_ex(x, y), tg.linalg.solve_ex(x, v).result,
+                tg.linalg.solve_ex(x, y.mT.contiguous(), left=False).result)
+
+    run = tg.compile(ours, backend=backend, fullgraph=True) if backend else ours
+    got = run(tg.tensor(a), tg.tensor(b), tg.tensor(vec))
+    t = [torch.tensor(v) for v in (a, b, vec)]
+    want = (*torch.linalg.inv_ex(t[0]), *torch.linalg.solve_ex(t[0], t[1]), torch.linalg.solve_ex(t[0], t[2]).result,
+            torch.linalg.solve_ex(t[0], t[1].mT, left=False).result)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == tuple(w.shape), k
+        if w.dtype == torch.int32:
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+            continue
+        np.testing.assert_allclose(g.numpy()[0], w.numpy()[0], rtol=1e-10)
+        assert np.isnan(g.numpy()[1]).all()
+    with pytest.raises(tg.linalg.LinAlgError, match=r"singular \(batch element 1\)"):
+        tg.linalg.inv_ex(tg.tensor(a), check_errors=True)
+    assert issubclass(tg.linalg.LinAlgError, RuntimeError)
+    with pytest.raises(tg.linalg.LinAlgError):
+        tg.linalg.cholesky(tg.tensor(-np.eye(2)))
+
+
+def test_tensorinv_tensorsolve_householder_product_and_matmul():
+    rng = np.random.default_rng(1)
+    t4 = rng.standard_normal((4, 6, 8, 3))
+    np.testing.assert_allclose(tg.linalg.tensorinv(tg.tensor(t4), ind=2).numpy(),
+                               torch.linalg.tensorinv(torch.tensor(t4), ind=2).numpy(), rtol=1e-9)
+    a, b = rng.standard_normal((6, 2, 3)), rng.standard_normal((2, 3))
+    for dims in (None, (0,)):
+        arr = a if dims else a.transpose(1, 2, 0)
+        np.testing.assert_allclose(tg.linalg.tensorsolve(tg.tensor(arr), tg.tensor(b), dims=dims).numpy(),
+                                   torch.linalg.tensorsolve(torch.tensor(arr), torch.tensor(b), dims=dims).numpy(),
+                                   rtol=1e-9)
+    h, tau = rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 2))
+    x, y = tg.tensor(h, requires_grad=True), tg.tensor(tau, requires_grad=True)
+    xt, yt = torch.tensor(h, requires_grad=True), torch.tensor(tau, requires_grad=True)
+    q, qt = tg.linalg.householder_product(x, y), torch.linalg.householder_product(xt, yt)
+    np.testing.assert_allclose(q.detach().numpy(), qt.detach().numpy(), rtol=1e-10)
+    q.pow(2).sum().backward()
+    qt.pow(2).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-9)
+    np.testing.assert_allclose(y.grad.numpy(), yt.grad.numpy(), rtol=1e-9)
+    np.testing.assert_array_equal(tg.linalg.matmul(tg.ones(2, 3), tg.ones(3)).numpy(), [3.0, 3.0])

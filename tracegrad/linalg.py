@@ -24,16 +24,18 @@ import math
 from collections import namedtuple
 
 from . import functional as F
-from .composites import cross, norm as _vector_norm
+from .composites import cross, norm as _vector_norm, tril as _tril
 from .layout import select as _select
 from .linalg_complex import eig, eigvals  # noqa: F401  (NotImplementedError: complex results)
 from .linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: F401
 from .linalg_lstsq import lstsq  # noqa: F401
 from .linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve  # noqa: F401  (tg.linalg's LU family)
 from .ops import decompositions as D, determinant as _det, linalg as L
+from .ops.linalg import LinAlgError
 from .tensor import Tensor
 
-__all__ = ["inv", "det", "slogdet", "solve", "cholesky", "cholesky_ex", "solve_triangular", "vector_norm",
+__all__ = ["inv", "inv_ex", "det", "slogdet", "solve", "solve_ex", "cholesky", "cholesky_ex", "solve_triangular",
+           "vector_norm", "tensorinv", "tensorsolve", "householder_product", "matmul", "LinAlgError",
            "matrix_norm", "norm", "matrix_power", "cross", "eigh", "eigvalsh", "svd", "svdvals",
            "cond", "pinv", "matrix_rank", "qr", "matrix_exp", "multi_dot", "vecdot", "diagonal", "vander",
            "lu_factor", "lu_factor_ex", "lu", "lu_solve", "lstsq", "eig", "eigvals",
@@ -41,6 +43,9 @@ __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "cholesky_ex", "solve_t
 
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 cholesky_ex_result = namedtuple("linalg_cholesky_ex", ["L", "info"])
+inv_ex_result = namedtuple("linalg_inv_ex", ["inverse", "info"])
+solve_ex_result = namedtuple("linalg_solve_ex", ["result", "info"])
+matmul = F.matmul
 eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
 svd_result = namedtuple("linalg_svd", ["U", "S", "Vh"])
 qr_result = namedtuple("linalg_qr", ["Q", "R"])
@@ -50,6 +55,105 @@ _INF = float("inf")
 def inv(A):
     """The inverse of each square matrix of ``A`` (RuntimeError for a singular one)."""
     return L.INV(A)
+
+
+def _info_check(name, info, ndim):
+    """LinAlgError naming the first batch element whose ``info`` (LU's) is not 0."""
+    if bool(info.any()):
+        flat = info.reshape(-1)
+        batch = int(F.argmax(F.cast(F.ne(flat, 0), flat.dtype)).item())
+        where = f" (batch element {batch})" if ndim > 2 else ""
+        raise LinAlgError(f"linalg.{name}: The diagonal element {int(flat[batch].item())} is zero, the "
+                          f"inversion could not be completed because the input matrix is singular{where}.")
+
+
+def _nonsingular(A):
+    """(LU's info per matrix, ``A`` with its singular matrices replaced by the identity, a mask
+    of them broadcastable to a result): the ``_ex`` functions' results are NaN there."""
+    from .creation import eye
+    from .linalg_lu import lu_factor_ex
+
+    info = lu_factor_ex(A.detach()).info
+    singular = F.unsqueeze(F.unsqueeze(F.ne(info, 0), -1), -1)
+    return info, F.where(singular, eye(A.shape[-1], dtype=A.dtype), A), singular
+
+
+def inv_ex(A, *, check_errors=False):
+    """``inv`` that also returns ``info`` (int32 per matrix: 0, or LU's 1-based index of the
+    first exactly zero pivot) instead of raising; a singular matrix's inverse is NaN (PyTorch
+    leaves it unspecified). ``check_errors=True`` raises LinAlgError, as ``inv``.
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.inv_ex(tg.tensor([[1.0, 2.0], [2.0, 4.0]])).info
+    tensor(2, dtype=tracegrad.int32)
+    """
+    info, safe, singular = _nonsingular(A)
+    if check_errors:
+        _info_check("inv_ex", info, A.ndim)
+    return inv_ex_result(F.where(singular, float("nan"), L.INV(safe)), info)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):
+    """``solve`` that also returns ``info`` (as ``inv_ex``'s) instead of raising; the solutions
+    of singular systems are NaN. ``check_errors=True`` raises LinAlgError, as ``solve``."""
+    info, safe, singular = _nonsingular(A)
+    if check_errors:
+        _info_check("solve_ex", info, A.ndim)
+    result = solve(safe, B, left=left)
+    mask = singular if result.ndim >= singular.ndim else F.squeeze(singular, -1)
+    return solve_ex_result(F.where(mask, float("nan"), result), info)
+
+
+def tensorinv(A, ind=2):
+    """The tensor inverse of ``A`` with respect to ``tensordot`` over its first ``ind`` dims:
+    ``prod(A.shape[:ind]) == prod(A.shape[ind:])``; the result has shape
+    ``A.shape[ind:] + A.shape[:ind]``."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {cols} != {rows}")
+    return inv(A.reshape(rows, cols)).reshape(tuple(A.shape[ind:]) + tuple(A.shape[:ind]))
+
+
+def tensorsolve(A, B, dims=None):
+    """``X`` with ``tensordot(A, X, X.ndim) == B``: ``X`` has shape ``A.shape[B.ndim:]``
+    (``dims``: dims of ``A`` moved to its end first)."""
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        A = F.permute(A, [d for d in range(A.ndim) if d not in dims] + dims)
+    shape = tuple(A.shape[B.ndim:])
+    rows, cols = math.prod(A.shape[:B.ndim]), math.prod(shape)
+    if tuple(A.shape[:B.ndim]) != tuple(B.shape) or rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {cols} != {rows}")
+    return solve(A.reshape(rows, cols), B.reshape(rows)).reshape(shape)
+
+
+def householder_product(A, tau):
+    """The first ``n`` columns of ``H_1 ... H_k`` (``A`` is m x n, ``tau`` k <= n), ``H_i = I -
+    tau_i v_i v_i^T`` with ``v_i`` column i of ``A`` below the diagonal and 1 on it (LAPACK's
+    orgqr: ``Q`` from ``geqrf``'s compact form). Differentiable, batched.
+
+    >>> import tracegrad as tg
+    >>> tg.linalg.householder_product(tg.tensor([[1.0], [1.0]]), tg.tensor([1.0]))
+    tensor([[ 0.],
+            [-1.]])
+    """
+    from .creation import eye
+
+    m, n = A.shape[-2:]
+    k = tau.shape[-1]
+    if not (m >= n >= k):
+        raise RuntimeError(f"torch.linalg.householder_product: expected input.shape[-2] >= input.shape[-1] >= "
+                           f"tau.shape[-1], got {m}, {n} and {k}")
+    vectors = F.add(_tril(A, -1), eye(m, n, dtype=A.dtype))
+    q = eye(m, n, dtype=A.dtype)
+    for i in reversed(range(k)):  # (H_i applied to the product of the later ones)
+        v = vectors[..., :, i:i + 1]
+        q = F.sub(q, F.mul(F.unsqueeze(tau[..., i:i + 1], -1), F.matmul(v, F.matmul(F.transpose(v, -2, -1), q))))
+    return q
 
 
 def det(A):
@@ -124,7 +228,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
         flat = info.reshape(-1)
         batch = int(F.argmax(F.cast(F.ne(flat, 0), flat.dtype)).item())
         where = f" (batch element {batch})" if A.ndim > 2 else ""
-        raise RuntimeError(f"linalg.cholesky_ex: The factorization could not be completed because the input "
+        raise LinAlgError(f"linalg.cholesky_ex: The factorization could not be completed because the input "
                            f"is not positive-definite (the leading minor of order {int(flat[batch].item())} "
                            f"is not positive-definite){where}.")
     return cholesky_ex_result(F.transpose(lower, -2, -1) if upper else lower, info)

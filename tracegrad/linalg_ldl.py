@@ -24,6 +24,7 @@ from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled
 from .linalg_lu import first_true
 from .ops import ldl as _ldl
+from .ops.linalg import LinAlgError
 
 __all__ = ["ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
@@ -74,7 +75,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
         batch = int(F.argmax(F.cast(F.ne(flat, 0), _dt.int32)).item())
         where = f" (batch element {batch})" if A.ndim > 2 else ""
         k = int(flat[batch].item())
-        raise RuntimeError(f"torch.linalg.ldl_factor: D[{k},{k}] is exactly zero{where}: the matrix is "
+        raise LinAlgError(f"torch.linalg.ldl_factor: D[{k},{k}] is exactly zero{where}: the matrix is "
                            "singular (linalg.ldl_factor_ex factors it anyway)")
     return ldl_factor_ex_result(LD, pivots, info)
 

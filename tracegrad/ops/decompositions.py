@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .linalg import MATMUL, SOLVE, _eye_like, _mT, _square, _sym, _tril
+from .linalg import LinAlgError, MATMUL, SOLVE, _eye_like, _mT, _square, _sym, _tril
 from .registry import defop
 
 # ----------------------------------------------------------------------------- eigh
@@ -56,7 +56,7 @@ def _eigh_impl(a):
     try:
         vals, vecs = np.linalg.eigh((a + np.swapaxes(a, -1, -2)) * 0.5)
     except np.linalg.LinAlgError:
-        raise RuntimeError("linalg.eigh: The algorithm failed to converge because the input matrix "
+        raise LinAlgError("linalg.eigh: The algorithm failed to converge because the input matrix "
                            "is ill-conditioned or has too many repeated eigenvalues") from None
     return np.concatenate([vals[..., None, :], vecs * _signs(vecs)], axis=-2)
 
@@ -117,12 +117,12 @@ def _svd_impl(a):
     if k == 0:
         return np.zeros(a.shape[:-2] + (m + 1 + n, 0), a.dtype)
     if not np.isfinite(a).all():
-        raise RuntimeError("linalg.svd: The algorithm failed to converge because the input matrix "
+        raise LinAlgError("linalg.svd: The algorithm failed to converge because the input matrix "
                            "contained non-finite values.")
     try:
         u, s, vh = np.linalg.svd(a, full_matrices=False)
     except np.linalg.LinAlgError:
-        raise RuntimeError("linalg.svd: The algorithm failed to converge because the input matrix "
+        raise LinAlgError("linalg.svd: The algorithm failed to converge because the input matrix "
                            "is ill-conditioned or has too many repeated singular values") from None
     flip = _signs(u)
     return np.concatenate([u * flip, s[..., None, :], np.swapaxes(vh, -1, -2) * flip], axis=-2)
@@ -305,7 +305,7 @@ QR = defop("linalg_qr", infer=_infer_qr, impl=_qr_impl, save=("out",), kind="lin
 # the attrs. hermitian reads (A + A^T) / 2, as eigh does; the rules then see that matrix.
 def _finite_or_raise(a, name):
     if not np.isfinite(a).all():
-        raise RuntimeError(f"linalg.{name}: The algorithm failed to converge because the input "
+        raise LinAlgError(f"linalg.{name}: The algorithm failed to converge because the input "
                            "matrix contained non-finite values.")
 
 

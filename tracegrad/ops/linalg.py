@@ -61,6 +61,11 @@ MATMUL = defop("matmul", infer=_infer_matmul, impl=np.matmul, save=(0, 1), kind=
 # Batched over leading dims (NumPy's LAPACK stacks). Their rules are written with these ops, so
 # they differentiate again. The C backend lowers them to its own kernels (backends/c/kernels.py).
 # (Determinants: ops/determinant.py.)
+class LinAlgError(RuntimeError):
+    """A matrix that the operation cannot work with: singular, not positive-definite, or an
+    iteration that does not converge (PyTorch's ``torch.linalg.LinAlgError``, a RuntimeError)."""
+
+
 def _square(name, x):
     s = tuple(x.shape)
     if len(s) < 2 or s[-1] != s[-2]:
@@ -76,7 +81,7 @@ def _lapack(name, fn):
         try:
             return fn(*arrays, **attrs)
         except np.linalg.LinAlgError:
-            raise RuntimeError(f"linalg.{name}: The input matrix is singular, so it has no inverse "
+            raise LinAlgError(f"linalg.{name}: The input matrix is singular, so it has no inverse "
                                "(or the system has no unique solution)") from None
 
     return impl
@@ -184,7 +189,7 @@ def _cholesky_impl(a, check=True):
         return np.linalg.cholesky(sym)
     except np.linalg.LinAlgError:
         if check:
-            raise RuntimeError("linalg.cholesky: The factorization could not be completed because the "
+            raise LinAlgError("linalg.cholesky: The factorization could not be completed because the "
                                "input is not positive-definite") from None
     flat = sym.reshape(-1, *sym.shape[-2:])
     return np.stack([_cholesky_nan(m) for m in flat]).reshape(sym.shape) if flat.size else sym

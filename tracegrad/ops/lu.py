@@ -21,7 +21,7 @@ import numpy as np
 from .. import dtypes as _dt
 from .decompositions import _f
 from .decompositions import _matrices as _checked_matrices
-from .linalg import MATMUL, SOLVE, _mT, _tril
+from .linalg import LinAlgError, MATMUL, SOLVE, _mT, _tril
 from .registry import defop
 
 
@@ -60,7 +60,7 @@ def _lu_factor_impl(a, check):
         lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:]
     if check and info.any():
         first = int(np.argmax(info != 0))
-        raise RuntimeError(_singular_message("lu_factor", int(info[first]), first if batch else None))
+        raise LinAlgError(_singular_message("lu_factor", int(info[first]), first if batch else None))
     out[..., :m, :] = lu.reshape(*batch, m, n)
     return out
 
