@@ -29,6 +29,7 @@ from .random import (Generator, default_generator, fork_rng, get_rng_state, init
                      set_rng_state)
 from .functional import *  # noqa: F401,F403
 from .functional import (abs, max, min, pow, round, sum)  # noqa: A004  (shadow builtins like torch)
+from .creation import logspace, scalar_tensor  # noqa: E402  (after functional's *: its own scalar_tensor is internal)
 from .composites import *  # noqa: F401,F403
 from .composites import all, any  # noqa: A004
 from .einsum import einsum, kron, tensordot  # noqa: F401

@@ -186,6 +186,29 @@ def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
     return _wrap(np.linspace(start, end, steps).astype(dt.np), dt, requires_grad)
 
 
+def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False, device=None):
+    """``steps`` values from ``base ** start`` to ``base ** end``, evenly spaced in the exponent.
+
+    >>> import tracegrad as tg
+    >>> tg.logspace(0, 2, 3)
+    tensor([  1.,  10., 100.])
+    """
+    dt = _float(dtype)
+    return _wrap(np.power(float(base), np.linspace(start, end, steps)).astype(dt.np), dt, requires_grad)
+
+
+def scalar_tensor(s, *, dtype=None, requires_grad=False, device=None):
+    """A 0-dim tensor holding the number ``s``, of the default float dtype unless ``dtype`` is
+    given (PyTorch's: even for an int or a bool).
+
+    >>> import tracegrad as tg
+    >>> tg.scalar_tensor(3)
+    tensor(3.)
+    """
+    dt = _float(dtype)
+    return _wrap(np.asarray(s).astype(dt.np), dt, requires_grad)
+
+
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     dt = _float(dtype)
     return _wrap(np.eye(n, m, dtype=dt.np), dt, requires_grad)
