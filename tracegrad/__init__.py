@@ -47,6 +47,7 @@ from . import linalg  # noqa: E402
 from .linalg import (cholesky, cholesky_inverse, cholesky_solve, det, inv as inverse, pinverse,  # noqa: F401,E402
                      slogdet, legacy_svd as svd)
 from .linalg_lu import lu_unpack  # noqa: F401,E402
+from .torch_namespace import *  # noqa: F401,F403,E402
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import autograd
