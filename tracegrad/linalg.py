@@ -29,7 +29,7 @@ from .layout import select as _select
 from .linalg_complex import eig, eigvals  # noqa: F401  (NotImplementedError: complex results)
 from .linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: F401
 from .linalg_lstsq import lstsq  # noqa: F401
-from .linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve  # noqa: F401  (tg.linalg's LU family)
+from .linalg_lu import first_true, lu, lu_factor, lu_factor_ex, lu_solve, raise_for_info  # noqa: F401  (the LU family)
 from .ops import decompositions as D, determinant as _det, linalg as L
 from .ops.linalg import LinAlgError
 from .tensor import Tensor
@@ -57,21 +57,16 @@ def inv(A):
     return L.INV(A)
 
 
-def _info_check(name, info, ndim):
-    """LinAlgError naming the first batch element whose ``info`` (LU's) is not 0."""
-    if bool(info.any()):
-        flat = info.reshape(-1)
-        batch = int(F.argmax(F.cast(F.ne(flat, 0), flat.dtype)).item())
-        where = f" (batch element {batch})" if ndim > 2 else ""
-        raise LinAlgError(f"linalg.{name}: The diagonal element {int(flat[batch].item())} is zero, the "
-                          f"inversion could not be completed because the input matrix is singular{where}.")
+def _singular(name):
+    """The message of ``inv_ex``'s and ``solve_ex``'s ``check_errors`` (raise_for_info)."""
+    return lambda k, where: (f"linalg.{name}: The diagonal element {k} is zero, the inversion could not "
+                             f"be completed because the input matrix is singular{where}.")
 
 
 def _nonsingular(A):
     """(LU's info per matrix, ``A`` with its singular matrices replaced by the identity, a mask
     of them broadcastable to a result): the ``_ex`` functions' results are NaN there."""
     from .creation import eye
-    from .linalg_lu import lu_factor_ex
 
     info = lu_factor_ex(A.detach()).info
     singular = F.unsqueeze(F.unsqueeze(F.ne(info, 0), -1), -1)
@@ -89,7 +84,7 @@ def inv_ex(A, *, check_errors=False):
     """
     info, safe, singular = _nonsingular(A)
     if check_errors:
-        _info_check("inv_ex", info, A.ndim)
+        raise_for_info(info, A.ndim, _singular("inv_ex"))
     return inv_ex_result(F.where(singular, float("nan"), L.INV(safe)), info)
 
 
@@ -98,7 +93,7 @@ def solve_ex(A, B, *, left=True, check_errors=False):
     of singular systems are NaN. ``check_errors=True`` raises LinAlgError, as ``solve``."""
     info, safe, singular = _nonsingular(A)
     if check_errors:
-        _info_check("solve_ex", info, A.ndim)
+        raise_for_info(info, A.ndim, _singular("solve_ex"))
     result = solve(safe, B, left=left)
     mask = singular if result.ndim >= singular.ndim else F.squeeze(singular, -1)
     return solve_ex_result(F.where(mask, float("nan"), result), info)
@@ -220,17 +215,12 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
     >>> tg.linalg.cholesky_ex(tg.tensor([[4.0, 2.0], [2.0, -5.0]])).info
     tensor(2, dtype=tracegrad.int32)
     """
-    from .linalg_lu import first_true
-
     lower = L.CHOLESKY(A, check=False)
     info = first_true(F.logical_not(F.gt(lower.detach().diagonal(0, -2, -1), 0)))
-    if check_errors and bool(info.any()):
-        flat = info.reshape(-1)
-        batch = int(F.argmax(F.cast(F.ne(flat, 0), flat.dtype)).item())
-        where = f" (batch element {batch})" if A.ndim > 2 else ""
-        raise LinAlgError(f"linalg.cholesky_ex: The factorization could not be completed because the input "
-                           f"is not positive-definite (the leading minor of order {int(flat[batch].item())} "
-                           f"is not positive-definite){where}.")
+    if check_errors:
+        raise_for_info(info, A.ndim, lambda k, where: (
+            f"linalg.cholesky_ex: The factorization could not be completed because the input is not "
+            f"positive-definite (the leading minor of order {k} is not positive-definite){where}."))
     return cholesky_ex_result(F.transpose(lower, -2, -1) if upper else lower, info)
 
 

@@ -22,9 +22,8 @@ from . import dtypes as _dt
 from . import functional as F
 from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled
-from .linalg_lu import first_true
+from .linalg_lu import first_true, raise_for_info
 from .ops import ldl as _ldl
-from .ops.linalg import LinAlgError
 
 __all__ = ["ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
@@ -70,13 +69,10 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
     LD = _without_derivative("aten::linalg_ldl_factor_ex", F.narrow(packed, -2, 0, n), A)
     pivots = F.cast(F.squeeze(F.narrow(packed, -2, n, 1), -2), _dt.int32)
     info = first_true(F.logical_and(F.gt(pivots, 0), F.eq(LD.detach().diagonal(0, -2, -1), 0)))
-    if check_errors and bool(info.any()):
-        flat = info.reshape(-1)
-        batch = int(F.argmax(F.cast(F.ne(flat, 0), _dt.int32)).item())
-        where = f" (batch element {batch})" if A.ndim > 2 else ""
-        k = int(flat[batch].item())
-        raise LinAlgError(f"torch.linalg.ldl_factor: D[{k},{k}] is exactly zero{where}: the matrix is "
-                           "singular (linalg.ldl_factor_ex factors it anyway)")
+    if check_errors:
+        raise_for_info(info, A.ndim, lambda k, where: (
+            f"torch.linalg.ldl_factor: D[{k},{k}] is exactly zero{where}: the matrix is singular "
+            "(linalg.ldl_factor_ex factors it anyway)"))
     return ldl_factor_ex_result(LD, pivots, info)
 
 

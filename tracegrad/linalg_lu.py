@@ -20,6 +20,7 @@ from collections import namedtuple
 from . import dtypes as _dt
 from . import functional as F
 from .ops import lu as _lu
+from .ops.linalg import LinAlgError
 
 __all__ = ["lu_factor", "lu_factor_ex", "lu", "lu_solve"]
 
@@ -40,6 +41,17 @@ def _factor(A, check):
     packed = _lu.LU_FACTOR(A, check=check)
     pivots = F.narrow(F.narrow(packed, -2, m, 1), -1, 0, min(m, n))
     return F.narrow(packed, -2, 0, m), F.cast(F.squeeze(pivots, -2), _dt.int32)
+
+
+def raise_for_info(info, ndim, message):
+    """``check_errors``: LinAlgError for the first matrix whose LAPACK ``info`` is not 0, its
+    text ``message(k, where)``: ``k`` that info, ``where`` naming the batch element when
+    ``ndim`` (the input's) has a batch."""
+    if not bool(info.any()):
+        return
+    flat = info.reshape(-1)
+    batch = int(F.argmax(F.cast(F.ne(flat, 0), _dt.int32)).item())
+    raise LinAlgError(message(int(flat[batch].item()), f" (batch element {batch})" if ndim > 2 else ""))
 
 
 def first_true(mask):
