@@ -21,14 +21,23 @@ def _work_view(buffer, count):
     return View(buffer.name, 0, (max(count, 1),), (1,))
 
 
-def linalg_lu_factor(lw, n):
+def _matrix_start(lw, n):
+    """What the one-input kernels share: (the input's contiguous view, the output view, the
+    input's batch dims, its matrices' (rows, cols), C type), or None when the output is empty
+    (nothing to run)."""
     x = n.inputs[0]
     xv, ov = lw.contiguous(x), lw.output_view(n.out)
     if _prod(n.out.shape) == 0:
+        return None
+    return xv, ov, tuple(x.shape[:-2]), tuple(x.shape[-2:]), ctype_of(x.dtype)
+
+
+def linalg_lu_factor(lw, n):
+    start = _matrix_start(lw, n)
+    if start is None:
         return
-    rows, cols = x.shape[-2:]
-    ct = ctype_of(x.dtype)
-    loops, (src, dst) = _batch_loops(tuple(x.shape[:-2]), [(xv, rows * cols), (ov, (rows + 1) * cols)])
+    xv, ov, batch, (rows, cols), ct = start
+    loops, (src, dst) = _batch_loops(batch, [(xv, rows * cols), (ov, (rows + 1) * cols)])
     call = f"tg_lu_factor_{ct}({rows}, {cols}, {src}, {dst})"
     body = [f"if ({call} && {int(bool(n.attrs['check']))}) return TG_FAIL_MATRIX;"]
     _raw(lw, _block(_loops(loops, body)), [xv, ov], "linalg_lu_factor")
@@ -46,41 +55,38 @@ def lu_permutation(lw, n):
 
 
 def linalg_slogdet(lw, n):
-    x = n.inputs[0]
-    xv, ov = lw.contiguous(x), lw.output_view(n.out)
-    if _prod(n.out.shape) == 0:
+    start = _matrix_start(lw, n)
+    if start is None:
         return
-    size, ct = x.shape[-1], ctype_of(x.dtype)
-    lu = lw._work(ct, max(size * size, 1), x.dtype.itemsize)
+    xv, ov, batch, (_, size), ct = start
+    lu = lw._work(ct, max(size * size, 1), n.inputs[0].dtype.itemsize)
     perm = lw._work("int64_t", max(size, 1), 8)
-    loops, (src, dst) = _batch_loops(tuple(x.shape[:-2]), [(xv, size * size), (ov, 2)])
+    loops, (src, dst) = _batch_loops(batch, [(xv, size * size), (ov, 2)])
     body = [f"tg_slogdet_{ct}({size}, {src}, {dst}, {lu.name}, {perm.name});"]
     _raw(lw, _block(_loops(loops, body)), [xv, ov, _work_view(lu, size * size), _work_view(perm, size)],
          "linalg_slogdet")
 
 
 def linalg_cofactor(lw, n):
-    x = n.inputs[0]
-    xv, ov = lw.contiguous(x), lw.output_view(n.out)
-    if _prod(n.out.shape) == 0:
+    start = _matrix_start(lw, n)
+    if start is None:
         return
-    size, ct = x.shape[-1], ctype_of(x.dtype)
+    xv, ov, batch, (_, size), ct = start
     count = 3 * size * size + 2 * size
     work = lw._work("double", count, 8)
     perm = lw._work("int64_t", size, 8)
-    loops, (src, dst) = _batch_loops(tuple(x.shape[:-2]), [(xv, size * size), (ov, size * size)])
+    loops, (src, dst) = _batch_loops(batch, [(xv, size * size), (ov, size * size)])
     body = [f"tg_cofactor_{ct}({size}, {src}, {dst}, {work.name}, {perm.name});"]
     _raw(lw, _block(_loops(loops, body)), [xv, ov, _work_view(work, count), _work_view(perm, size)],
          "linalg_cofactor")
 
 
 def linalg_ldl_factor(lw, n):
-    x = n.inputs[0]
-    xv, ov = lw.contiguous(x), lw.output_view(n.out)
-    if _prod(n.out.shape) == 0:
+    start = _matrix_start(lw, n)
+    if start is None:
         return
-    size, ct = x.shape[-1], ctype_of(x.dtype)
-    loops, (src, dst) = _batch_loops(tuple(x.shape[:-2]), [(xv, size * size), (ov, (size + 1) * size)])
+    xv, ov, batch, (_, size), ct = start
+    loops, (src, dst) = _batch_loops(batch, [(xv, size * size), (ov, (size + 1) * size)])
     _raw(lw, _block(_loops(loops, [f"tg_ldl_factor_{ct}({size}, {src}, {dst});"])), [xv, ov],
          "linalg_ldl_factor")
 
