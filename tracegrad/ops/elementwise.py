@@ -136,6 +136,8 @@ RSQRT = unary("rsqrt", lambda x: 1 / np.sqrt(x), save=("out",),
               jvp=lambda ctx, t: t * -0.5 * ctx.out ** 3, c="(1 / sqrt({0}))")
 ABS = unary("abs", np.abs, float_only=False, vjp=lambda ctx, g: (g * ctx.input(0).sign(),),
             jvp=lambda ctx, t: t * ctx.input(0).sign(), c="fabs({0})")
+
+
 def _sign(x):
     """PyTorch's sign: (x > 0) - (x < 0), so 0 for NaN (NumPy's np.sign gives NaN)."""
     if x.dtype.kind != "f":
@@ -368,6 +370,8 @@ DIV = binary("div", _true_divide,
                                  -g * ctx.input(0) / (ctx.input(1) * ctx.input(1))
                                  if ctx.needs_input_grad[1] else None),
              jvp=_div_jvp, c="({0} / {1})")
+
+
 def _power(a, b):
     """np.power, but integers to negative powers as PyTorch's: 1 for a base of 1, +-1 for -1
     (by the exponent's parity), else 0 (NumPy raises)."""
@@ -394,7 +398,7 @@ HYPOT = binary("hypot", np.hypot, *_partials(lambda ctx: ctx.input(0) / ctx.out,
                c="hypot({0}, {1})", save=(0, 1, "out"))
 # the derivative in the divisor is -trunc(a / b) (fmod) or -floor(a / b) (remainder), as in
 # PyTorch; the samples keep the divisor away from 0
-# (on integers: tests/test_integer_division.py)
+# (on integers: tests/test_arithmetic_semantics.py)
 _MOD_SAMPLES = lambda: [(("any", "nonzero"), {}), ((("any", (3, 1)), ("nonzero", (4,))), {})]  # noqa: E731
 FMOD = binary("fmod", _integer_divisor_checked(np.fmod),
               *_partials(None, lambda ctx: -(ctx.input(0) / ctx.input(1)).trunc()),
@@ -423,11 +427,11 @@ def _infer_division(category_ok):
     return infer
 
 
-def _integer_c(expression):
+def _integer_c(on_minus_one, otherwise):
     """C for an integer division op: 0 and the failure flag for a zero divisor, ``on_minus_one``
-    for -1, else ``expression`` ({0} / {1} are safe in it)."""
+    for a divisor of -1, else ``otherwise`` (where {0} / {1} and {0} % {1} are safe)."""
     return ("({1} == 0 ? (tg_fail = TG_FAIL_ZERO_DIVISION, ({ctype})0) : {1} == -1 ? %s : ({ctype})(%s))"
-            % expression)
+            % (on_minus_one, otherwise))
 
 
 _INT_SAMPLES = lambda: [(("signed_int", "nonzero_int"), {}),  # noqa: E731
@@ -443,13 +447,13 @@ _SIGNS_DIFFER = "({0} % {1} != 0 && (({0} % {1} < 0) != ({1} < 0)))"  # (floor a
 FLOOR_DIVIDE = defop("floor_divide", infer=_infer_division(lambda c: c in (1, 2)),
                      impl=_integer_divisor_checked(_quiet(np.floor_divide)), kind="elementwise",
                      sample=lambda: _INT_SAMPLES() + _MOD_SAMPLES(), **_ZERO_PARTIALS,
-                     c=_integer_c((_NEGATE, "{0} / {1} - " + _SIGNS_DIFFER)))  # (ints; floats: lower.py)
+                     c=_integer_c(_NEGATE, "{0} / {1} - " + _SIGNS_DIFFER))  # (ints; floats: lower.py)
 TRUNC_DIVIDE = defop("trunc_divide", infer=_infer_division(lambda c: c == 1),
                      impl=_integer_divisor_checked(_quiet(_trunc_divide)), kind="elementwise",
-                     differentiable=False, sample=_INT_SAMPLES, c=_integer_c((_NEGATE, "{0} / {1}")))
+                     differentiable=False, sample=_INT_SAMPLES, c=_integer_c(_NEGATE, "{0} / {1}"))
 # fmod and remainder on integers (their C expressions above are float's: lower.py c_expression)
-INTEGER_FMOD_C = _integer_c(("({ctype})0", "{0} % {1}"))
-INTEGER_REMAINDER_C = _integer_c(("({ctype})0", _SIGNS_DIFFER + " ? {0} % {1} + {1} : {0} % {1}"))
+INTEGER_FMOD_C = _integer_c("({ctype})0", "{0} % {1}")
+INTEGER_REMAINDER_C = _integer_c("({ctype})0", _SIGNS_DIFFER + " ? {0} % {1} + {1} : {0} % {1}")
 
 MAXIMUM = binary("maximum", np.maximum, vjp=_minmax_vjp(lambda a, b: a > b),
                  jvp=_minmax_jvp(lambda a, b: a > b), c="({0} > {1} ? {0} : {1})")
