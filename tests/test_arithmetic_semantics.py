@@ -111,7 +111,7 @@ def test_exported_library_names_a_zero_divisor(tmp_path):
     naming it (and, for a bad index, one naming that)."""
     import os
 
-    from tests.test_export import _call_shared_library, build
+    from test_export import _call_shared_library, build
 
     def fn(a, b, idx):
         return a // b, a % b, tg.fmod(a, b), a.float()[idx]
