@@ -35,6 +35,8 @@ True
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ...ir.graph import Graph
 from ...ir.passes.simplify import uniform_value
 from ...ops.registry import REGISTRY
@@ -59,24 +61,23 @@ class _Unsplittable(Exception):
     pass
 
 
-class Split:
+class Split(NamedTuple):
     """The two programs and how the driver (batch_split.c.j2) feeds them.
 
     ``half_inputs``: per input of ``half``, ``(original input index, halved)``;
     ``half_outputs``: per output of ``half``, ``("rows", key)`` (a batched value's rows, bytes
     per half at the key's buffer) or ``("partial", key)``; ``tail_inputs``: per input of
-    ``tail`` after the original inputs, ``("rows", key)`` or ``("partial", key, h)``."""
+    ``tail`` after the original inputs, ``("rows", key)`` or ``("partial", key, h)``;
+    ``products``: lower.matmul_work of each product of the half program."""
 
-    def __init__(self, batch, half, tail, half_inputs, half_outputs, tail_inputs, products,
-                 partial_elements):
-        self.batch = batch
-        self.half = half
-        self.tail = tail
-        self.half_inputs = half_inputs
-        self.half_outputs = half_outputs
-        self.tail_inputs = tail_inputs
-        self.products = products  # lower.matmul_work of each product of the half program
-        self.partial_elements = partial_elements
+    batch: int
+    half: object
+    tail: object
+    half_inputs: list
+    half_outputs: list
+    tail_inputs: list
+    products: list
+    partial_elements: int
 
 
 def split_batch(graph):
