@@ -73,10 +73,10 @@ def on_floats(fn):
     return impl
 
 
-def unary(name, fn, vjp, jvp, c, save=(0,), float_only=True, differentiable=True):
+def unary(name, fn, vjp, jvp, c, save=(0,), float_only=True, differentiable=True, c_int=None):
     infer = _infer_unary_float if float_only else _infer_unary_same
     fn = on_floats(fn) if float_only else fn
-    return defop(name, infer=infer, impl=_quiet(fn), vjp=vjp, jvp=jvp, save=save, c=c,
+    return defop(name, infer=infer, impl=_quiet(fn), vjp=vjp, jvp=jvp, save=save, c=c, c_int=c_int,
                  kind="elementwise", differentiable=differentiable,
                  sample=lambda: [((_sample_for(name),), {})])
 
@@ -106,8 +106,8 @@ def _binary_samples():
 
 
 def binary(name, fn, vjp, jvp, c, save=(0, 1), sample=_binary_samples, no_derivative=(),
-           no_derivative_label=None):
-    return defop(name, infer=_infer_binary, impl=_quiet(fn), vjp=vjp, jvp=jvp, save=save, c=c,
+           no_derivative_label=None, c_int=None):
+    return defop(name, infer=_infer_binary, impl=_quiet(fn), vjp=vjp, jvp=jvp, save=save, c=c, c_int=c_int,
                  kind="elementwise", sample=sample, no_derivative=no_derivative,
                  no_derivative_label=no_derivative_label)
 
@@ -135,7 +135,7 @@ RSQRT = unary("rsqrt", lambda x: 1 / np.sqrt(x), save=("out",),
               vjp=lambda ctx, g: (g * -0.5 * ctx.out ** 3,),
               jvp=lambda ctx, t: t * -0.5 * ctx.out ** 3, c="(1 / sqrt({0}))")
 ABS = unary("abs", np.abs, float_only=False, vjp=lambda ctx, g: (g * ctx.input(0).sign(),),
-            jvp=lambda ctx, t: t * ctx.input(0).sign(), c="fabs({0})")
+            jvp=lambda ctx, t: t * ctx.input(0).sign(), c="fabs({0})", c_int="({0} < 0 ? -{0} : {0})")
 
 
 def _sign(x):
@@ -382,8 +382,9 @@ def _power(a, b):
     return np.power(a, b)
 
 
-# a positive base keeps a ** b real for every exponent (integers: lower.py c_expression)
+# a positive base keeps a ** b real for every exponent
 POW = binary("pow", _power, vjp=_pow_vjp, jvp=_pow_jvp, c="pow({0}, {1})",
+             c_int="(({ctype})tg_ipow({0}, {1}))",  # (exact: C's pow is double's)
              sample=lambda: [(("positive", "any"), {}), ((("positive", (3, 1)), ("any", (4,))), {})])
 def _atan2_partial(ctx, sign, k):
     y, x = ctx.input(0), ctx.input(1)
@@ -396,17 +397,31 @@ ATAN2 = binary("atan2", np.arctan2, *_partials(lambda ctx: _atan2_partial(ctx, 1
 HYPOT = binary("hypot", np.hypot, *_partials(lambda ctx: ctx.input(0) / ctx.out,
                                              lambda ctx: ctx.input(1) / ctx.out),
                c="hypot({0}, {1})", save=(0, 1, "out"))
+# (the C of integer fmod, remainder and division: see "integer division" below)
+def _integer_c(on_minus_one, otherwise):
+    """C for an integer division op: 0 and the failure flag for a zero divisor, ``on_minus_one``
+    for a divisor of -1, else ``otherwise`` (where {0} / {1} and {0} % {1} are safe)."""
+    return ("({1} == 0 ? (tg_fail = TG_FAIL_ZERO_DIVISION, ({ctype})0) : {1} == -1 ? %s : ({ctype})(%s))"
+            % (on_minus_one, otherwise))
+
+
+_NEGATE = "({ctype})(0 - (uint64_t){0})"  # (-x, wrapping at INT_MIN)
+_SIGNS_DIFFER = "({0} % {1} != 0 && (({0} % {1} < 0) != ({1} < 0)))"  # (floor and trunc differ)
+
+
 # the derivative in the divisor is -trunc(a / b) (fmod) or -floor(a / b) (remainder), as in
 # PyTorch; the samples keep the divisor away from 0
 # (on integers: tests/test_arithmetic_semantics.py)
 _MOD_SAMPLES = lambda: [(("any", "nonzero"), {}), ((("any", (3, 1)), ("nonzero", (4,))), {})]  # noqa: E731
 FMOD = binary("fmod", _integer_divisor_checked(np.fmod),
               *_partials(None, lambda ctx: -(ctx.input(0) / ctx.input(1)).trunc()),
-              c="fmod({0}, {1})", sample=_MOD_SAMPLES)
+              c="fmod({0}, {1})", c_int=_integer_c("({ctype})0", "{0} % {1}"), sample=_MOD_SAMPLES)
 REMAINDER = binary("remainder", _integer_divisor_checked(_remainder),
                    *_partials(None, lambda ctx: -(ctx.input(0) / ctx.input(1)).floor()),
                    c="((fmod({0}, {1}) != 0 && ((fmod({0}, {1}) < 0) != ({1} < 0))) "
-                     "? fmod({0}, {1}) + {1} : fmod({0}, {1}))", sample=_MOD_SAMPLES)
+                     "? fmod({0}, {1}) + {1} : fmod({0}, {1}))",
+                   c_int=_integer_c("({ctype})0", _SIGNS_DIFFER + " ? {0} % {1} + {1} : {0} % {1}"),
+                   sample=_MOD_SAMPLES)
 
 
 # ----------------------------------------------------------------------------- integer division
@@ -427,13 +442,6 @@ def _infer_division(category_ok):
     return infer
 
 
-def _integer_c(on_minus_one, otherwise):
-    """C for an integer division op: 0 and the failure flag for a zero divisor, ``on_minus_one``
-    for a divisor of -1, else ``otherwise`` (where {0} / {1} and {0} % {1} are safe)."""
-    return ("({1} == 0 ? (tg_fail = TG_FAIL_ZERO_DIVISION, ({ctype})0) : {1} == -1 ? %s : ({ctype})(%s))"
-            % (on_minus_one, otherwise))
-
-
 _INT_SAMPLES = lambda: [(("signed_int", "nonzero_int"), {}),  # noqa: E731
                         ((("signed_int", (3, 1)), ("nonzero_int", (4,))), {})]
 # floor division of floats is NumPy's and PyTorch's (both CPython's float //: from fmod, so
@@ -442,18 +450,14 @@ _INT_SAMPLES = lambda: [(("signed_int", "nonzero_int"), {}),  # noqa: E731
 _ZERO_PARTIALS = dict(vjp=lambda ctx, g: tuple(g * 0 if need else None for need in ctx.needs_input_grad),
                       jvp=lambda ctx, ta, tb: ((ta if ta is not None else tb) * 0).expand(
                           broadcast_shapes(*ctx.shapes)), save=())
-_NEGATE = "({ctype})(0 - (uint64_t){0})"  # (-x, wrapping at INT_MIN)
-_SIGNS_DIFFER = "({0} % {1} != 0 && (({0} % {1} < 0) != ({1} < 0)))"  # (floor and trunc differ)
 FLOOR_DIVIDE = defop("floor_divide", infer=_infer_division(lambda c: c in (1, 2)),
                      impl=_integer_divisor_checked(_quiet(np.floor_divide)), kind="elementwise",
                      sample=lambda: _INT_SAMPLES() + _MOD_SAMPLES(), **_ZERO_PARTIALS,
-                     c=_integer_c(_NEGATE, "{0} / {1} - " + _SIGNS_DIFFER))  # (ints; floats: lower.py)
+                     c="tg_floor_divide_{ctype}({0}, {1})",
+                     c_int=_integer_c(_NEGATE, "{0} / {1} - " + _SIGNS_DIFFER))
 TRUNC_DIVIDE = defop("trunc_divide", infer=_infer_division(lambda c: c == 1),
                      impl=_integer_divisor_checked(_quiet(_trunc_divide)), kind="elementwise",
                      differentiable=False, sample=_INT_SAMPLES, c=_integer_c(_NEGATE, "{0} / {1}"))
-# fmod and remainder on integers (their C expressions above are float's: lower.py c_expression)
-INTEGER_FMOD_C = _integer_c("({ctype})0", "{0} % {1}")
-INTEGER_REMAINDER_C = _integer_c("({ctype})0", _SIGNS_DIFFER + " ? {0} % {1} + {1} : {0} % {1}")
 
 MAXIMUM = binary("maximum", np.maximum, vjp=_minmax_vjp(lambda a, b: a > b),
                  jvp=_minmax_jvp(lambda a, b: a > b), c="({0} > {1} ? {0} : {1})")

@@ -33,7 +33,7 @@ REGISTRY: dict[str, "OpDef"] = {}
 
 
 class OpDef:
-    def __init__(self, name, infer, impl, vjp=None, jvp=None, save=(), c=None, cuda=None,
+    def __init__(self, name, infer, impl, vjp=None, jvp=None, save=(), c=None, cuda=None, c_int=None,
                  differentiable=True, nondiff_inputs=(), version=1, kind="other", random=False,
                  sample=None, no_derivative=(), no_derivative_label=None):
         self.name = name
@@ -43,6 +43,7 @@ class OpDef:
         self.jvp = jvp
         self.save = tuple(save)
         self.c = c
+        self.c_int = c_int  # the C expression for integer dtypes, where it is not ``c`` (C's fmod is float's)
         self.cuda = cuda
         self.differentiable = differentiable
         self.nondiff_inputs = frozenset(nondiff_inputs)  # e.g. index tensors

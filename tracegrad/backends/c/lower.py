@@ -627,22 +627,12 @@ def c_expression(node, args, fast_math=True):
         return f"(({ct}){args[0]})"
     if name == "cast" and out.dtype.short == "b8":
         return f"({args[0]} != 0)"
-    if name == "abs" and not out.dtype.is_floating_point:
-        return f"({args[0]} < 0 ? -{args[0]} : {args[0]})"
     if name == "sign" and out.dtype.is_floating_point:  # (0 for NaN, as PyTorch's)
         return f"(({ct})(({args[0]} > 0) - ({args[0]} < 0)))"
     if name in ("maximum", "minimum") and out.dtype.is_floating_point:
         a, b = args
         cmp = ">" if name == "maximum" else "<"
         return f"(({a} != {a}) ? {a} : (({b} != {b}) ? {b} : ({a} {cmp} {b} ? {a} : {b})))"
-    if name == "floor_divide" and out.dtype.is_floating_point:
-        return f"tg_floor_divide_{ct}({args[0]}, {args[1]})"
-    if name == "pow" and out.dtype.category == 1:  # exactly (C's pow is double's)
-        return f"(({ct})tg_ipow({args[0]}, {args[1]}))"
-    if name in ("fmod", "remainder") and out.dtype.category == 1:
-        from ...ops.elementwise import INTEGER_FMOD_C, INTEGER_REMAINDER_C
-
-        return (INTEGER_FMOD_C if name == "fmod" else INTEGER_REMAINDER_C).format(*args, ctype=ct)
     if name == "relu" and out.dtype.is_floating_point:
         a = args[0]
         return f"(({a} != {a} || {a} > 0) ? {a} : 0)"
@@ -650,9 +640,10 @@ def c_expression(node, args, fast_math=True):
         expr = _pow_by_literal(args[0], float(node.inputs[1].data), ct)
         if expr is not None:
             return expr
-    if op.c is None:
+    template = op.c_int if op.c_int is not None and out.dtype.category == 1 else op.c
+    if template is None:
         raise Unsupported(name, "elementwise op without a C expression")
-    expr = op.c.format(*args, ctype=ct, **node.attrs)  # (attrs such as polygamma's n)
+    expr = template.format(*args, ctype=ct, **node.attrs)  # (attrs such as polygamma's n)
     if fast_math and ct == "float":  # vectorizable versions (accuracy bound in runtime.h.j2)
         for pattern, fast in ((_FAST_EXP, "tg_expf("), (_FAST_TANH, "tg_tanhf("), (_FAST_ERF, "tg_erff("),
                               (_FAST_LOG, r"tg_log\1f(")):
