@@ -173,7 +173,8 @@ def cache_key(graph, options, flag_list, cc_version):
 
     if _fingerprint is None:
         _fingerprint = _codegen_fingerprint()
-    ops = sorted({(n.op.name, n.op.version) for n in graph.nodes})
+    # an op's C expressions live in its definition (ops/), outside the fingerprinted files
+    ops = sorted({(n.op.name, n.op.version, n.op.c or "", n.op.c_int or "") for n in graph.nodes})
     return make_key({"ir": str(graph), "ops": ops, "codegen": _fingerprint, "cc": cc_version,
                      "flags": list(flag_list), "cpu": cpu_features(), "package": __version__,
                      "options": sorted((k, str(v)) for k, v in (options or {}).items() if k != "fullgraph")})
