@@ -24,7 +24,8 @@ except ImportError:  # tests importorskip torch before using the oracle
 TG_TO_TORCH_DTYPE = {}
 if torch is not None:
     TG_TO_TORCH_DTYPE = {tg.float32: torch.float32, tg.float64: torch.float64,
-                         tg.int64: torch.int64, tg.int32: torch.int32, tg.bool: torch.bool}
+                         tg.int64: torch.int64, tg.int32: torch.int32, tg.int16: torch.int16,
+                         tg.int8: torch.int8, tg.uint8: torch.uint8, tg.bool: torch.bool}
 
 
 # ----------------------------------------------------------------------------- conversions
@@ -198,7 +199,8 @@ def _twins():
         "tanh", "sigmoid", "erf", "relu", "floor", "logical_not", "add", "sub", "mul", "div",
         "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
         "logical_or", "where", "matmul", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-        "atanh", "exp2", "ceil", "trunc", "round", "atan2", "hypot", "fmod", "remainder", "erfc")}
+        "atanh", "exp2", "ceil", "trunc", "round", "atan2", "hypot", "fmod", "remainder", "erfc",
+        "gcd", "lcm", "nextafter")}
     twins.update({
         "clamp": lambda x, min=None, max=None: t.clamp(x, min, max),
         "cast": lambda x, dtype: x.to(TG_TO_TORCH_DTYPE[dtype]),

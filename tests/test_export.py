@@ -23,7 +23,6 @@ from tracegrad.compiler import CompileError
 pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None or shutil.which("make") is None,
                                 reason="needs a C compiler and make")
 CC = os.environ.get("CC", "cc")
-CT = {"f32": "float", "f64": "double", "i64": "int64_t", "i32": "int32_t", "b8": "uint8_t"}
 
 
 def driver_source(ep):
@@ -775,3 +774,17 @@ def test_cli_export_builds_special_functions_and_factorizations(tmp_path):
     exec(src.read_text(), ns)
     want = [r.detach().numpy().reshape(-1)[0] for r in ns["special_features"](x, A)]
     np.testing.assert_allclose([float(v) for v in printed[2::3]], want, rtol=1e-5)
+
+
+def test_exported_small_integer_dtypes(tmp_path):
+    """int8, uint8 and int16 inputs and outputs: their C ABI codes, wrapping arithmetic."""
+    def small_ints(x, y):
+        return x * y, x.to(tg.int16) * 300, (y >> 1).sum()
+
+    args = (tg.tensor(np.array([1, -2, 3, 127], np.int8)), tg.tensor(np.array([100, 200, 255, 0], np.uint8)))
+    ep = tg.export(small_ints, *args)
+    assert [t.enum for t in ep.inputs] == ["TG_INT8", "TG_UINT8"]
+    assert [t.enum for t in ep.outputs] == ["TG_INT16", "TG_INT16", "TG_INT64"]
+    assert "TG_INT16 = 5, TG_INT8 = 6, TG_UINT8 = 7" in ep.files()[f"{ep.name}.h"]
+    _exported_matches_eager(small_ints, args, tmp_path)
+

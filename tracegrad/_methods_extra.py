@@ -252,11 +252,10 @@ Tensor.cuda = _no_cuda
 def _missing_dtype(name, torch_dtype):
     def m(self, memory_format=None):
         raise TypeError(f"Tensor.{name}(): tracegrad has no {torch_dtype} dtype (it has float32, "
-                        "float64, int64, int32 and bool)")
+                        "float64, int64, int32, int16, int8, uint8 and bool)")
     m.__name__ = name
     return m
 
 
-for _name, _dtype in [("half", "float16"), ("bfloat16", "bfloat16"), ("byte", "uint8"), ("char", "int8"),
-                      ("short", "int16")]:
+for _name, _dtype in [("half", "float16"), ("bfloat16", "bfloat16")]:
     setattr(Tensor, _name, _missing_dtype(_name, _dtype))

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from . import dtypes as _dt
 from . import functional as F
 from .creation import arange, tensor, zeros
 from .ops.shapes import broadcast_shapes, normalize_dims, wrap_dim
@@ -87,13 +88,19 @@ def masked_fill(x, mask, value):
 
 
 def all(x, dim=None, keepdim=False):  # noqa: A001  (torch.all)
-    """True where every element (along ``dim``) is nonzero; a bool tensor."""
-    return F.amin(F.ne(x, 0), () if dim is None else dim, keepdim)
+    """True where every element (along ``dim``) is nonzero; a bool tensor (uint8 for a uint8
+    input, as PyTorch's)."""
+    return _like_uint8(F.amin(F.ne(x, 0), () if dim is None else dim, keepdim), x)
 
 
 def any(x, dim=None, keepdim=False):  # noqa: A001  (torch.any)
-    """True where some element (along ``dim``) is nonzero; a bool tensor."""
-    return F.amax(F.ne(x, 0), () if dim is None else dim, keepdim)
+    """True where some element (along ``dim``) is nonzero; a bool tensor (uint8 for a uint8
+    input, as PyTorch's)."""
+    return _like_uint8(F.amax(F.ne(x, 0), () if dim is None else dim, keepdim), x)
+
+
+def _like_uint8(result, x):
+    return F.cast(result, _dt.uint8) if x.dtype is _dt.uint8 else result
 
 
 # ----------------------------------------------------------------------------- arithmetic

@@ -12,12 +12,13 @@ import numpy as np
 class DType:
     """A tensor element type. Instances are singletons compared by identity."""
 
-    __slots__ = ("name", "np", "short", "category", "itemsize", "c_type")
+    __slots__ = ("name", "np", "short", "category", "itemsize", "c_type", "torch_name")
 
-    def __init__(self, name, np_dtype, short, category, c_type):
+    def __init__(self, name, np_dtype, short, category, c_type, torch_name):
         self.name = name
+        self.torch_name = torch_name  # PyTorch's ScalarType name, which its messages print: "Float"
         self.np = np.dtype(np_dtype)
-        self.short = short  # the IR spelling: f32, f64, i64, i32, b8
+        self.short = short  # the IR spelling: f32, f64, i64, i32, i16, i8, u8, b8
         self.category = category  # 0 bool, 1 integer, 2 floating
         self.itemsize = self.np.itemsize
         self.c_type = c_type
@@ -33,17 +34,23 @@ class DType:
         return (_by_name, (self.name,))
 
 
-bool_ = DType("bool", np.bool_, "b8", 0, "uint8_t")
-int32 = DType("int32", np.int32, "i32", 1, "int32_t")
-int64 = DType("int64", np.int64, "i64", 1, "int64_t")
-float32 = DType("float32", np.float32, "f32", 2, "float")
-float64 = DType("float64", np.float64, "f64", 2, "double")
+bool_ = DType("bool", np.bool_, "b8", 0, "uint8_t", "Bool")
+uint8 = DType("uint8", np.uint8, "u8", 1, "uint8_t", "Byte")
+int8 = DType("int8", np.int8, "i8", 1, "int8_t", "Char")
+int16 = DType("int16", np.int16, "i16", 1, "int16_t", "Short")
+int32 = DType("int32", np.int32, "i32", 1, "int32_t", "Int")
+int64 = DType("int64", np.int64, "i64", 1, "int64_t", "Long")
+float32 = DType("float32", np.float32, "f32", 2, "float", "Float")
+float64 = DType("float64", np.float64, "f64", 2, "double", "Double")
 
-ALL = (float32, float64, int64, int32, bool_)
+ALL = (float32, float64, int64, int32, int16, int8, uint8, bool_)
 FLOATING = (float32, float64)
+INTEGER = (uint8, int8, int16, int32, int64)
 _BY_NP = {d.np: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
-_ORDER = {bool_: 0, int32: 1, int64: 2, float32: 3, float64: 4}
+# PyTorch's lattice; uint8 and int8 share a rank: neither holds the other, and together they
+# promote to int16 (promote)
+_ORDER = {bool_: 0, uint8: 1, int8: 1, int16: 2, int32: 3, int64: 4, float32: 5, float64: 6}
 
 _default_float = float32
 
@@ -70,7 +77,7 @@ def from_numpy_dtype(npd) -> DType:
     if d is None:
         raise TypeError(
             f"can't convert np.ndarray of type {npd}: the supported types are "
-            "float64, float32, int64, int32 and bool"
+            "float64, float32, int64, int32, int16, int8, uint8 and bool"
         )
     return d
 
@@ -94,7 +101,14 @@ def to_dtype(d) -> DType:
 
 
 def promote(a: DType, b: DType) -> DType:
-    """The larger of two dtypes in PyTorch's lattice bool < int32 < int64 < float32 < float64."""
+    """The larger of two dtypes in PyTorch's lattice bool < uint8, int8 < int16 < int32 < int64
+    < float32 < float64, where uint8 with int8 is int16.
+
+    >>> promote(uint8, int8), promote(uint8, int32), promote(bool_, uint8)
+    (tracegrad.int16, tracegrad.int32, tracegrad.uint8)
+    """
+    if a is not b and _ORDER[a] == _ORDER[b] == 1:
+        return int16
     return a if _ORDER[a] >= _ORDER[b] else b
 
 

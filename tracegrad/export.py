@@ -32,8 +32,10 @@ import numpy as np
 
 from . import pytree
 
+# the C ABI's dtype codes (export_header.h.j2's enum): append, never renumber
 _ENUM = {"f32": ("TG_FLOAT32", "float32"), "f64": ("TG_FLOAT64", "float64"),
-         "i64": ("TG_INT64", "int64"), "i32": ("TG_INT32", "int32"), "b8": ("TG_BOOL", "bool")}
+         "i64": ("TG_INT64", "int64"), "i32": ("TG_INT32", "int32"), "b8": ("TG_BOOL", "bool"),
+         "i16": ("TG_INT16", "int16"), "i8": ("TG_INT8", "int8"), "u8": ("TG_UINT8", "uint8")}
 
 
 # headers of ISO C and of the C libraries' own includes (glibc's <stdio.h> includes <features.h>):
@@ -311,13 +313,12 @@ class ExportedProgram:
 
     def example_c(self):
         """A complete C program that calls the library once and prints the outputs."""
-        ct = {"f32": "float", "f64": "double", "i64": "int64_t", "i32": "int32_t", "b8": "uint8_t"}
         n = self.name
         lines = ["#include <stdio.h>", "#include <stdlib.h>", f'#include "{n}.h"', "",
                  "int main(void) {"] + self._example_batch()
         for group, specs in (("in", self.inputs), ("out", self.outputs)):
             for t in specs:
-                c = ct[t.dtype.short]
+                c = t.dtype.c_type
                 lines.append(f"  /* {group}put {t.index}: {t.name} {t.type_str} */")
                 lines.append(f"  const int64_t {group}{t.index}_shape[] = {t.shape_ref};")
                 lines.append(f"  {c} *{group}{t.index} = ({c} *)calloc({t.numel_ref} + 1, sizeof({c}));")
@@ -484,7 +485,6 @@ class SplitExportedProgram:
 
     def example_c(self):
         """A complete C program: forward, then backward with gradients of ones."""
-        ct = {"f32": "float", "f64": "double", "i64": "int64_t", "i32": "int32_t", "b8": "uint8_t"}
         f, b = self.forward, self.backward
         n_res = sum(t.role == "result" for t in f.outputs)
         lines = ["#include <stdio.h>", "#include <stdlib.h>", f'#include "{self.name}.h"', "",
@@ -492,7 +492,7 @@ class SplitExportedProgram:
         bufs = [("fi", t) for t in f.inputs] + [("fo", t) for t in f.outputs] \
             + [("bi", t) for t in b.inputs[len(f.outputs) - n_res:]] + [("bo", t) for t in b.outputs]
         for tag, t in bufs:
-            c = ct[t.dtype.short]
+            c = t.dtype.c_type
             lines.append(f"  /* {t.name} {t.type_str} */")
             lines.append(f"  const int64_t {tag}{t.index}_shape[] = {t.shape_ref};")
             lines.append(f"  {c} *{tag}{t.index} = ({c} *)calloc({t.numel_ref} + 1, sizeof({c}));")

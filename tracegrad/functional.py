@@ -30,7 +30,11 @@ values_indices = namedtuple("values_indices", ["values", "indices"])
 
 # ----------------------------------------------------------------------------- conversion
 def scalar_tensor(value, dtype):
-    return _wrap(np.asarray(value, dtype=dtype.np), dtype)
+    try:
+        array = np.asarray(value, dtype=dtype.np)
+    except OverflowError:  # an int outside a smaller dtype's range wraps into it, as in PyTorch
+        array = np.asarray(value).astype(dtype.np)  # (beyond int64 this raises, as PyTorch does)
+    return _wrap(array, dtype)
 
 
 def to_tensor(x, dtype=None):
@@ -64,21 +68,37 @@ def _check_arg(x, name="input"):
 
 
 # ----------------------------------------------------------------------------- arithmetic
+def _times_alpha(a, b, alpha):
+    """``a`` and ``alpha * b`` in add's and sub's result dtype, that of ``a`` and ``b`` alone (a
+    Python alpha does not take part in the promotion, as in PyTorch)."""
+    if isinstance(alpha, Tensor):  # (a tensor alpha: an optimizer option in a trace)
+        return a, mul(b, alpha)
+    if alpha == 1 and not isinstance(alpha, (bool, np.bool_)):
+        return a, b
+    dtype = _dt.result_type(a, b)
+    if dtype is not _dt.bool_ and isinstance(alpha, (bool, np.bool_)):
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if not dtype.is_floating_point and _dt.scalar_category(alpha) == 2:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    a, b = _promoted(a, b)
+    return a, mul(b, bool(alpha) if dtype is _dt.bool_ else alpha)
+
+
 def add(a, b, alpha=1):
     _check_arg(a), _check_arg(b, "other")
-    if isinstance(alpha, Tensor) or alpha != 1:  # (a tensor alpha: an optimizer option in a trace)
-        b = mul(b, alpha)
-    return E.ADD(*_promoted(a, b))
+    return E.ADD(*_promoted(*_times_alpha(a, b, alpha)))
 
 
 def sub(a, b, alpha=1):
     _check_arg(a), _check_arg(b, "other")
-    if isinstance(a, Tensor) and a.dtype is _dt.bool_ and isinstance(b, Tensor) and b.dtype is _dt.bool_:
+    bools = [isinstance(x, Tensor) and x.dtype is _dt.bool_ for x in (a, b)]
+    if all(bools):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
-    if isinstance(alpha, Tensor) or alpha != 1:
-        b = mul(b, alpha)
-    return E.SUB(*_promoted(a, b))
+    if any(bools) or isinstance(a, (bool, np.bool_)) or isinstance(b, (bool, np.bool_)):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return E.SUB(*_promoted(*_times_alpha(a, b, alpha)))
 
 
 def mul(a, b):

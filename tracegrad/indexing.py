@@ -16,6 +16,8 @@ tensor([8., 9., 0., 0.])
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import creation
@@ -155,6 +157,16 @@ def _entry_tensor(ix):
     return None
 
 
+def _byte_mask(t):
+    """A uint8 index tensor is a mask, as in PyTorch, which deprecates it (and warns)."""
+    if t is None or t.dtype is not _dt.uint8:
+        return t
+    # (stacklevel: the user's line, above getitem or setitem, advanced_*item and _split_index)
+    warnings.warn("indexing with dtype tracegrad.uint8 is now deprecated, please use a dtype "
+                  "tracegrad.bool instead.", UserWarning, stacklevel=5)
+    return t != 0
+
+
 def _dims_consumed(ix, t):
     if t is not None and t.dtype is _dt.bool_:
         return t.ndim
@@ -169,7 +181,7 @@ def _split_index(x, index):
     Like PyTorch, ints are basic indices (applied first), and a boolean mask over k dims
     becomes k integer index tensors."""
 
-    tensors = [_entry_tensor(ix) for ix in index]
+    tensors = list(map(_byte_mask, map(_entry_tensor, index)))  # (no frame between: stacklevel)
     if sum(1 for ix in index if ix is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     consumed = sum(_dims_consumed(ix, t) for ix, t in zip(index, tensors) if ix is not Ellipsis)

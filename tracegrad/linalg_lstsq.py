@@ -27,7 +27,6 @@ __all__ = ["lstsq"]
 
 lstsq_result = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
-_TORCH_NAMES = {"float64": "Double", "float32": "Float"}
 
 
 def _check(A, B, driver):
@@ -42,8 +41,8 @@ def _check(A, B, driver):
         raise RuntimeError("This function doesn't handle types other than float and double")
     if A.dtype is not B.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
-                           f"input's dtype {_TORCH_NAMES[A.dtype.name]} and other's dtype "
-                           f"{_TORCH_NAMES[B.dtype.name]}")
+                           f"input's dtype {A.dtype.torch_name} and other's dtype "
+                           f"{B.dtype.torch_name}")
     vector = A.ndim - B.ndim == 1
     if B.shape[-1 if vector else -2] != A.shape[-2]:
         other = "other.size(-1)" if vector else "other.size(-2)"

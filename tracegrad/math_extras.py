@@ -299,9 +299,10 @@ def signbit(input):
 
 def copysign(input, other):
     """``|input|`` with ``other``'s sign (-0.0 counts as negative)."""
-    x = input if isinstance(input, Tensor) and input.dtype.is_floating_point else \
-        F.cast(F.to_tensor(input), _dt.get_default_dtype())
-    negative = signbit(other if isinstance(other, Tensor) else F.to_tensor(float(other), x.dtype))
+    dtype = _dt.result_type(input, other)
+    dtype = dtype if dtype.is_floating_point else _dt.get_default_dtype()  # (ints: as PyTorch's)
+    x = F.cast(F.to_tensor(input), dtype)
+    negative = signbit(other if isinstance(other, Tensor) else F.to_tensor(float(other), dtype))
     return F.where(negative, -F.abs(x), F.abs(x))
 
 

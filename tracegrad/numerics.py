@@ -19,6 +19,8 @@ import numpy as np
 
 from . import dtypes as _dt
 from . import functional as F
+from .ops import bitwise as _bitwise
+from .ops import elementwise as _elementwise
 from .creation import full_like, ones_like, zeros_like
 from .tensor import Tensor
 
@@ -245,25 +247,20 @@ def angle(input):
     return value + F.where(isfinite(x), x, zeros_like(x)) * 0  # connected to x, with gradient 0
 
 
-def _eager_elementwise(name, fn, integer_only=False):
-    def op(input, other):
-        from .creation import tensor
-        from .ir import trace
-
-        trace.graph_break(f"{name} has no traced form")
-        a, b = (t._value if isinstance(t, Tensor) else t for t in (input, other))
-        dtype = _dt.result_type(input, other)
-        if integer_only and dtype.is_floating_point:
-            raise RuntimeError(f'"{name}_cpu" not implemented for \'{dtype}\'')
-        return tensor(np.asarray(fn(a, b)).astype(dtype.np), dtype=dtype)
-    op.__name__ = name
-    op.__doc__ = f"Elementwise ``{name}`` (NumPy's ``{fn.__name__}``); not differentiable."
-    return op
+def _integer_op(op):
+    def fn(input, other):
+        return op(*F._promoted(input, other))
+    fn.__name__ = op.name
+    fn.__doc__ = f"Elementwise ``{op.name}`` of integer tensors (ops/bitwise.py); not differentiable."
+    return fn
 
 
-gcd = _eager_elementwise("gcd", np.gcd, integer_only=True)
-lcm = _eager_elementwise("lcm", np.lcm, integer_only=True)
-nextafter = _eager_elementwise("nextafter", np.nextafter)
+gcd, lcm = _integer_op(_bitwise.GCD), _integer_op(_bitwise.LCM)
+
+
+def nextafter(input, other):
+    """The next float after ``input`` towards ``other``, elementwise; not differentiable."""
+    return _elementwise.NEXTAFTER(*F._promoted(input, other))
 
 
 def histogram(input, bins, *, range=None, weight=None, density=False):

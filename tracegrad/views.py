@@ -59,15 +59,11 @@ def _cast_result(t, result):
     if result.dtype is not t.dtype:
         if result.dtype.category > t.dtype.category:
             raise RuntimeError(
-                f"result type {_dt_title(result.dtype)} can't be cast to the desired output type "
-                f"{_dt_title(t.dtype)}"
+                f"result type {result.dtype.torch_name} can't be cast to the desired output type "
+                f"{t.dtype.torch_name}"
             )
         result = result.to(t.dtype)
     return result
-
-
-def _dt_title(d):
-    return {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "bool": "Bool"}[d.name]
 
 
 def assign(t, result):

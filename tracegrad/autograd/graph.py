@@ -150,9 +150,7 @@ class SavedTensor:
 
 def _modified_message(t, creator, output_nr, expected):
     """PyTorch's message for a saved tensor that was modified in place after being saved."""
-    kind = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
-            "bool": "Bool"}.get(t.dtype.name, t.dtype.name)
-    desc = f"[tracegrad.{kind}Tensor {list(t.shape)}]"
+    desc = f"[tracegrad.{t.dtype.torch_name}Tensor {list(t.shape)}]"
     if creator is not None:
         desc += f", which is output {output_nr} of {re.sub(r'Backward[0-9]*$', '', creator)},"
     return (

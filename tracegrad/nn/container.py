@@ -228,12 +228,6 @@ class ParameterList(Module):
                          for i, p in enumerate(self))
 
 
-# PyTorch's legacy tensor type names, which ParameterDict's repr prints
-_TYPENAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-              "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-              "bool": "Bool"}
-
-
 class ParameterDict(Module):
     """An ordered dict of Parameters (a plain tensor becomes one) that the parent module sees
     under their keys.
@@ -297,7 +291,7 @@ class ParameterDict(Module):
             self[key] = value
 
     def extra_repr(self):
-        return "\n".join(f"  ({k}): Parameter containing: [torch.{_TYPENAMES.get(p.dtype.name, p.dtype.name)}"
+        return "\n".join(f"  ({k}): Parameter containing: [torch.{p.dtype.torch_name}"
                          f"Tensor of size {'x'.join(str(s) for s in p.shape)}]" for k, p in self.items())
 
 

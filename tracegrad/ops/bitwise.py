@@ -2,6 +2,7 @@
 ``bitwise_xor``, ``bitwise_left_shift``, ``bitwise_right_shift`` (``&``, ``|``, ``^``, ``<<``,
 ``>>``; on bools the first three are the logical operations). Not defined for floats, as in
 PyTorch. ``bitwise_not`` is ``x ^ -1`` (``logical_not`` for bools), in tracegrad.functional.
+Also the integers' ``gcd`` and ``lcm`` (not defined for bools or floats).
 
 >>> import tracegrad as tg
 >>> tg.tensor([6, 5]) & tg.tensor([3, 1])
@@ -15,34 +16,55 @@ from .registry import defop
 from .shapes import broadcast_shapes
 
 _TORCH_NAME = {"bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
-               "bitwise_left_shift": "lshift", "bitwise_right_shift": "rshift"}
+               "bitwise_left_shift": "lshift", "bitwise_right_shift": "rshift", "gcd": "gcd", "lcm": "lcm"}
 
 
 def _infer(name):
     def infer(a, b, **_):
         if a.dtype is not b.dtype:
             raise TypeError(f"{name} primitive expects equal dtypes, got {a.dtype} and {b.dtype}")
-        if a.dtype.is_floating_point or (a.dtype.np.kind == "b" and "shift" in name):
-            kind = {"float32": "Float", "float64": "Double", "bool": "Bool"}[a.dtype.name]
-            raise RuntimeError(f"\"{_TORCH_NAME[name]}_cpu\" not implemented for '{kind}'")
+        if a.dtype.is_floating_point or (a.dtype.np.kind == "b" and name not in _ON_BOOLS):
+            raise RuntimeError(f"\"{_TORCH_NAME[name]}_cpu\" not implemented for '{a.dtype.torch_name}'")
         return broadcast_shapes(a.shape, b.shape), a.dtype
 
     return infer
 
 
-def _samples(high):
-    return lambda: [((("index", (3, 4), 64), ("index", (3, 4), high)), {}),
-                    ((("index", (3, 1), 64), ("index", (4,), high)), {})]
+_ON_BOOLS = ("bitwise_and", "bitwise_or", "bitwise_xor")
 
 
-def _op(name, fn, c, high=64):
+def _samples():
+    return [((("index", (3, 4), 64), ("index", (3, 4), 64)), {}),
+            ((("index", (3, 1), 64), ("index", (4,), 64)), {})]
+
+
+def _shift_samples():
+    """negative values, negative amounts and amounts past the width (int64: 64 and more)"""
+    return [((("signed_int", (3, 4)), ("signed_int", (3, 4))), {}),
+            ((("signed_int", (3, 1)), ("index", (4,), 70)), {})]
+
+
+def _op(name, fn, c, sample=_samples):
     return defop(name, infer=_infer(name), impl=lambda a, b: fn(a, b).astype(a.dtype, copy=False), c=c,
-                 kind="elementwise", differentiable=False, sample=_samples(high))
+                 kind="elementwise", differentiable=False, sample=sample)
 
 
 BITWISE_AND = _op("bitwise_and", np.bitwise_and, "({0} & {1})")
 BITWISE_OR = _op("bitwise_or", np.bitwise_or, "({0} | {1})")
 BITWISE_XOR = _op("bitwise_xor", np.bitwise_xor, "({0} ^ {1})")
-# (shifts by 0 .. 7 in the samples: beyond the width C leaves the result undefined)
-BITWISE_LEFT_SHIFT = _op("bitwise_left_shift", np.left_shift, "({0} << {1})", high=8)
-BITWISE_RIGHT_SHIFT = _op("bitwise_right_shift", np.right_shift, "({0} >> {1})", high=8)
+# PyTorch's and NumPy's shifts are defined for every amount: a negative one or one of the width
+# or more shifts everything out (0; a right shift keeps the sign: -1 for a negative value),
+# where C's shifts are undefined. The left shift goes through uint64_t: shifting a negative
+# signed value left is undefined in C too; the cast back wraps, as PyTorch's result does.
+_OUT_OF_RANGE = "(({1}) < 0 || ({1}) >= (int)(8 * sizeof({ctype})))"
+BITWISE_LEFT_SHIFT = _op("bitwise_left_shift", np.left_shift,
+                         f"({_OUT_OF_RANGE} ? ({{ctype}})0 : ({{ctype}})((uint64_t)({{0}}) << ({{1}})))",
+                         sample=_shift_samples)
+BITWISE_RIGHT_SHIFT = _op("bitwise_right_shift", np.right_shift,
+                          f"({_OUT_OF_RANGE} ? ({{ctype}})(({{0}}) < 0 ? -1 : 0) : ({{ctype}})(({{0}}) >> ({{1}})))",
+                          sample=_shift_samples)
+
+# gcd and lcm as PyTorch's (runtime.h.j2 tg_gcd, tg_lcm): gcd(0, 0) is 0, both are >= 0 but for
+# the wrapped |INT_MIN|, and lcm wraps in the dtype
+GCD = _op("gcd", np.gcd, "({ctype})tg_gcd({0}, {1})", sample=_shift_samples)
+LCM = _op("lcm", np.lcm, "({ctype})tg_lcm({0}, {1})", sample=_shift_samples)

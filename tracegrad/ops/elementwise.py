@@ -397,6 +397,22 @@ ATAN2 = binary("atan2", np.arctan2, *_partials(lambda ctx: _atan2_partial(ctx, 1
 HYPOT = binary("hypot", np.hypot, *_partials(lambda ctx: ctx.input(0) / ctx.out,
                                              lambda ctx: ctx.input(1) / ctx.out),
                c="hypot({0}, {1})", save=(0, 1, "out"))
+
+
+def _infer_floats(name):
+    def infer(a, b, **_):
+        if a.dtype is not b.dtype:
+            raise TypeError(f"{name} primitive expects equal dtypes, got {a.dtype} and {b.dtype}")
+        if not a.dtype.is_floating_point:
+            raise RuntimeError(f"\"{name}_cpu\" not implemented for '{a.dtype.torch_name}'")
+        return broadcast_shapes(a.shape, b.shape), a.dtype
+    return infer
+
+
+# the next representable value after {0} towards {1} (tgmath.h: nextafterf for floats); not
+# differentiable, as in PyTorch
+NEXTAFTER = defop("nextafter", infer=_infer_floats("nextafter"), impl=np.nextafter, c="nextafter({0}, {1})",
+                  kind="elementwise", differentiable=False, sample=_binary_samples)
 # (the C of integer fmod, remainder and division: see "integer division" below)
 def _integer_c(on_minus_one, otherwise):
     """C for an integer division op: 0 and the failure flag for a zero divisor, ``on_minus_one``

@@ -81,7 +81,7 @@ def matmul(lw, n):
                 f"{bv.buf} + {b_off}, {brs}, {bcs}, {ov.buf} + {o_off});"]
     else:  # integer and bool products: plain loops (NumPy semantics: bool is logical or/and)
         acc = "int64_t"
-        upd = "acc = acc || (A[i*%d + k*%d] && B[k*%d + j*%d]);" if ct == "uint8_t" else \
+        upd = "acc = acc || (A[i*%d + k*%d] && B[k*%d + j*%d]);" if out.dtype.short == "b8" else \
               "acc += (int64_t)A[i*%d + k*%d] * (int64_t)B[k*%d + j*%d];"
         body = [f"const {ct} *A = {av.buf} + {a_off}; const {ct} *B = {bv.buf} + {b_off}; "
                 f"{ct} *C = {ov.buf} + {o_off};",

@@ -71,7 +71,7 @@ def literal_c(value, dtype):
     if dtype.short == "b8":
         return "1" if bool(value) else "0"
     if dtype.category == 1:
-        return f"INT64_C({int(value)})" if dtype.short == "i64" else f"((int32_t){int(value)})"
+        return f"INT64_C({int(value)})" if dtype.short == "i64" else f"(({dtype.c_type}){int(value)})"
     f = float(value)
     if math.isnan(f):
         return f"(({dtype.c_type})NAN)"
@@ -597,7 +597,10 @@ def _reduce_init(kind, dtype):
         return "-INFINITY" if kind == "max" else "INFINITY"
     if dtype.short == "b8":
         return "0" if kind == "max" else "1"
-    return "INT64_MIN" if kind == "max" else "INT64_MAX"
+    bits = 8 * dtype.itemsize  # stdint's limits of the dtype itself (the accumulator's type)
+    if dtype.np.kind == "u":
+        return "0" if kind == "max" else f"UINT{bits}_MAX"
+    return f"INT{bits}_MIN" if kind == "max" else f"INT{bits}_MAX"
 
 
 _FAST_EXP = re.compile(r"(?<![\w])exp\(")
