@@ -45,7 +45,6 @@ float64 = DType("float64", np.float64, "f64", 2, "double", "Double")
 
 ALL = (float32, float64, int64, int32, int16, int8, uint8, bool_)
 FLOATING = (float32, float64)
-INTEGER = (uint8, int8, int16, int32, int64)
 _BY_NP = {d.np: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
 # PyTorch's lattice; uint8 and int8 share a rank: neither holds the other, and together they

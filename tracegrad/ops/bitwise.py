@@ -38,8 +38,9 @@ def _samples():
             ((("index", (3, 1), 64), ("index", (4,), 64)), {})]
 
 
-def _shift_samples():
-    """negative values, negative amounts and amounts past the width (int64: 64 and more)"""
+def _signed_samples():
+    """negative values and zeros (gcd, lcm); as shifts: negative amounts and amounts past the
+    width (int64: 64 and more)"""
     return [((("signed_int", (3, 4)), ("signed_int", (3, 4))), {}),
             ((("signed_int", (3, 1)), ("index", (4,), 70)), {})]
 
@@ -59,12 +60,12 @@ BITWISE_XOR = _op("bitwise_xor", np.bitwise_xor, "({0} ^ {1})")
 _OUT_OF_RANGE = "(({1}) < 0 || ({1}) >= (int)(8 * sizeof({ctype})))"
 BITWISE_LEFT_SHIFT = _op("bitwise_left_shift", np.left_shift,
                          f"({_OUT_OF_RANGE} ? ({{ctype}})0 : ({{ctype}})((uint64_t)({{0}}) << ({{1}})))",
-                         sample=_shift_samples)
+                         sample=_signed_samples)
 BITWISE_RIGHT_SHIFT = _op("bitwise_right_shift", np.right_shift,
                           f"({_OUT_OF_RANGE} ? ({{ctype}})(({{0}}) < 0 ? -1 : 0) : ({{ctype}})(({{0}}) >> ({{1}})))",
-                          sample=_shift_samples)
+                          sample=_signed_samples)
 
 # gcd and lcm as PyTorch's (runtime.h.j2 tg_gcd, tg_lcm): gcd(0, 0) is 0, both are >= 0 but for
 # the wrapped |INT_MIN|, and lcm wraps in the dtype
-GCD = _op("gcd", np.gcd, "({ctype})tg_gcd({0}, {1})", sample=_shift_samples)
-LCM = _op("lcm", np.lcm, "({ctype})tg_lcm({0}, {1})", sample=_shift_samples)
+GCD = _op("gcd", np.gcd, "({ctype})tg_gcd({0}, {1})", sample=_signed_samples)
+LCM = _op("lcm", np.lcm, "({ctype})tg_lcm({0}, {1})", sample=_signed_samples)

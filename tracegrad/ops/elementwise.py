@@ -413,6 +413,8 @@ def _infer_floats(name):
 # differentiable, as in PyTorch
 NEXTAFTER = defop("nextafter", infer=_infer_floats("nextafter"), impl=np.nextafter, c="nextafter({0}, {1})",
                   kind="elementwise", differentiable=False, sample=_binary_samples)
+
+
 # (the C of integer fmod, remainder and division: see "integer division" below)
 def _integer_c(on_minus_one, otherwise):
     """C for an integer division op: 0 and the failure flag for a zero divisor, ``on_minus_one``
