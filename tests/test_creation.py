@@ -43,7 +43,7 @@ def test_matches_torch(name):
     np.testing.assert_allclose(np.asarray(got.numpy(), float), np.asarray(want.numpy(), float), rtol=1e-6)
 
 
-@pytest.mark.parametrize("value", [np.array([1, 2], np.uint16), np.array([1, 2], np.float16), [1 + 2j]])
+@pytest.mark.parametrize("value", [np.array([1, 2], np.uint16), np.array([1, 2], np.uint32), [1 + 2j]])
 def test_dtypes_tracegrad_lacks_are_named(value):
-    with pytest.raises(TypeError, match="uint16|float16|complex"):
+    with pytest.raises(TypeError, match="uint16|uint32|complex"):
         tg.tensor(value)

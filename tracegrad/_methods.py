@@ -93,7 +93,7 @@ def _to(self, *args, dtype=None, **kwargs):
 
 Tensor.to = _to
 Tensor.type = lambda self, dtype=None: f"tracegrad.{self.dtype.torch_name}Tensor" if dtype is None else _to(self, dtype)
-for _name, _d in [("float", _dt.float32), ("double", _dt.float64), ("long", _dt.int64),
+for _name, _d in [("float", _dt.float32), ("double", _dt.float64), ("half", _dt.float16), ("long", _dt.int64),
                   ("int", _dt.int32), ("short", _dt.int16), ("char", _dt.int8), ("byte", _dt.uint8),
                   ("bool", _dt.bool_)]:
     setattr(Tensor, _name, (lambda d: lambda self: F.cast(self, d))(_d))

@@ -3,7 +3,7 @@ elsewhere (``kron``, ``renorm``, ``mode``, ``frexp``, ...), the in-place forms P
 them, the real-valued answers of the complex API (``conj``, ``real``, ``adjoint``, ``mH``),
 flat writes (``put_``), ``index_reduce``, ``sum_to_size``, Python-callable fills (``apply_``,
 ``map_``), ``resize_``, and clear errors for what tracegrad has no form of (CUDA tensors,
-half-precision and 8/16-bit dtypes).
+bfloat16).
 
 >>> import tracegrad as tg
 >>> x = tg.zeros(2, 3)
@@ -252,10 +252,9 @@ Tensor.cuda = _no_cuda
 def _missing_dtype(name, torch_dtype):
     def m(self, memory_format=None):
         raise TypeError(f"Tensor.{name}(): tracegrad has no {torch_dtype} dtype (it has float32, "
-                        "float64, int64, int32, int16, int8, uint8 and bool)")
+                        "float16, float64, int64, int32, int16, int8, uint8 and bool)")
     m.__name__ = name
     return m
 
 
-for _name, _dtype in [("half", "float16"), ("bfloat16", "bfloat16")]:
-    setattr(Tensor, _name, _missing_dtype(_name, _dtype))
+Tensor.bfloat16 = _missing_dtype("bfloat16", "bfloat16")

@@ -18,7 +18,7 @@ class DType:
         self.name = name
         self.torch_name = torch_name  # PyTorch's ScalarType name, which its messages print: "Float"
         self.np = np.dtype(np_dtype)
-        self.short = short  # the IR spelling: f32, f64, i64, i32, i16, i8, u8, b8
+        self.short = short  # the IR spelling: f64, f32, f16, i64, i32, i16, i8, u8, b8
         self.category = category  # 0 bool, 1 integer, 2 floating
         self.itemsize = self.np.itemsize
         self.c_type = c_type
@@ -40,16 +40,17 @@ int8 = DType("int8", np.int8, "i8", 1, "int8_t", "Char")
 int16 = DType("int16", np.int16, "i16", 1, "int16_t", "Short")
 int32 = DType("int32", np.int32, "i32", 1, "int32_t", "Int")
 int64 = DType("int64", np.int64, "i64", 1, "int64_t", "Long")
+float16 = DType("float16", np.float16, "f16", 2, "_Float16", "Half")
 float32 = DType("float32", np.float32, "f32", 2, "float", "Float")
 float64 = DType("float64", np.float64, "f64", 2, "double", "Double")
 
-ALL = (float32, float64, int64, int32, int16, int8, uint8, bool_)
-FLOATING = (float32, float64)
+ALL = (float32, float64, float16, int64, int32, int16, int8, uint8, bool_)
+FLOATING = (float16, float32, float64)
 _BY_NP = {d.np: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
 # PyTorch's lattice; uint8 and int8 share a rank: neither holds the other, and together they
 # promote to int16 (promote)
-_ORDER = {bool_: 0, uint8: 1, int8: 1, int16: 2, int32: 3, int64: 4, float32: 5, float64: 6}
+_ORDER = {bool_: 0, uint8: 1, int8: 1, int16: 2, int32: 3, int64: 4, float16: 5, float32: 6, float64: 7}
 
 _default_float = float32
 
@@ -70,13 +71,13 @@ def set_default_dtype(d):
 
 
 def from_numpy_dtype(npd) -> DType:
-    """Map a NumPy dtype to a tracegrad dtype (float16 and friends are rejected by name)."""
+    """Map a NumPy dtype to a tracegrad dtype (others, such as complex, are rejected by name)."""
     npd = np.dtype(npd)
     d = _BY_NP.get(npd)
     if d is None:
         raise TypeError(
             f"can't convert np.ndarray of type {npd}: the supported types are "
-            "float64, float32, int64, int32, int16, int8, uint8 and bool"
+            "float64, float32, float16, int64, int32, int16, int8, uint8 and bool"
         )
     return d
 

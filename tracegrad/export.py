@@ -54,7 +54,8 @@ class TensorSpec:
         self.kind, self.index, self.name = kind, index, name
         self.shape, self.dtype, self.role = tuple(int(s) for s in shape), dtype, role
         if dtype.short not in _ENUM:
-            raise NotImplementedError(f"tg.export: dtype {dtype.name} of {kind} {name!r} has no C ABI code")
+            raise NotImplementedError(f"tg.export: dtype {dtype.name} of {kind} {name!r} has no C ABI code "
+                                      f"(exported libraries take {', '.join(c for _, c in _ENUM.values())})")
         self.enum, self.dtype_name = _ENUM[dtype.short]
         self.numel = int(np.prod(self.shape, dtype=np.int64))
         self.nbytes = self.numel * dtype.itemsize

@@ -414,6 +414,9 @@ class Module:
     def double(self):
         return self.to("float64")
 
+    def half(self):
+        return self.to("float16")
+
     def cpu(self):
         return self
 

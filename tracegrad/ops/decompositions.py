@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .linalg import LinAlgError, MATMUL, SOLVE, _eye_like, _mT, _square, _sym, _tril
+from .linalg import LinAlgError, MATMUL, SOLVE, _eye_like, _mT, _square, _sym, _tril, check_float_matrix
 from .registry import defop
 
 # ----------------------------------------------------------------------------- eigh
@@ -135,8 +135,7 @@ def _matrices(name, x, too_few=None):
     if len(s) < 2:
         raise RuntimeError(too_few or f"linalg.{name}: The input tensor A must have at least 2 dimensions, "
                                       f"got shape {list(s)}")
-    if not x.dtype.is_floating_point:
-        raise RuntimeError(f"linalg.{name}: Expected a floating point tensor as input. Got {x.dtype.name}")
+    check_float_matrix(name, x)
     return s
 
 

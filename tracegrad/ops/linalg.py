@@ -71,9 +71,16 @@ def _square(name, x):
     if len(s) < 2 or s[-1] != s[-2]:
         raise RuntimeError(f"linalg.{name}: A must be batches of square matrices, but they are "
                            f"{' by '.join(map(str, s[-2:])) or 'a scalar'} matrices")
+    check_float_matrix(name, x)
+    return s
+
+
+def check_float_matrix(name, x):
+    """LAPACK's dtypes: float32 and float64 (float16, as in PyTorch, has no linear algebra)."""
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"linalg.{name}: Expected a floating point tensor as input. Got {x.dtype.name}")
-    return s
+    if x.dtype.itemsize < 4:
+        raise RuntimeError(f"linalg.{name}: Low precision dtypes not supported. Got {x.dtype.torch_name}")
 
 
 def _lapack(name, fn):

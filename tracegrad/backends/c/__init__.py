@@ -60,7 +60,7 @@ def _templates_dir():
 
 
 _SOURCES = ("__init__.py", "lower.py", "kernels.py", "factor_kernels.py", "views.py", "memory.py",
-            "batch_split.py")
+            "batch_split.py", "half.py")
 
 
 def _codegen_fingerprint():

@@ -28,6 +28,7 @@ import numpy as np
 
 from ...ir.passes.simplify import uniform_value
 from . import memory
+from .half import compute_half_in_float
 from .views import View, coalesce, contiguous_strides
 
 VIEW_OPS = ("reshape", "permute", "expand", "slice", "flip")
@@ -678,8 +679,10 @@ def lower(graph, options=None):
     the caller may point at the user's storage, that input's own array when an index is
     given. The plan is then correct both ways: lowered again with the positions that have a
     read-after-write hazard deferred until no new one appears (at worst every one of them:
-    then every write into a user's buffer comes after every kernel)."""
+    then every write into a user's buffer comes after every kernel). float16 is computed in
+    float32 (half.py)."""
     options = options or {}
+    graph = compute_half_in_float(graph)
     n_out = len(graph.outputs)
     pairs = {}
     for j, k in options.get("inplace", ()):
