@@ -68,6 +68,10 @@ from .special import i0  # noqa: E402,F401  (torch.i0: an alias of special.i0)
 from . import _methods_extra  # noqa: E402,F401  (binds more Tensor methods)
 from .nn.functional import log_softmax, softmax  # tg.softmax(x, dim), as torch.softmax
 from .checkpoint import load, load_checkpoint, save, save_checkpoint
+from .torch_functions import *  # noqa: F401,F403,E402
+from .torch_functions import in_place_functions as _in_place_functions  # noqa: E402
 from . import out_arguments as _out_arguments  # noqa: E402
+
+globals().update(_in_place_functions())  # tg.exp_(x) is x.exp_(), as torch.exp_
 
 _out_arguments.install(globals())  # (last: every function of the namespace is defined by now)

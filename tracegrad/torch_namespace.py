@@ -43,7 +43,7 @@ def multiply(input, other):
 
 
 def subtract(input, other, *, alpha=1):
-    return F.sub(input, F.mul(other, alpha) if alpha != 1 else other)
+    return F.sub(input, other, alpha=alpha)
 
 
 def negative(input):
@@ -72,7 +72,7 @@ def is_complex(input):
 
 
 def is_signed(input):
-    return input.dtype is not _dt.bool_
+    return input.dtype not in (_dt.bool_, _dt.uint8)
 
 
 def is_same_size(input, other):
