@@ -24,6 +24,7 @@ except ImportError:  # tests importorskip torch before using the oracle
 TG_TO_TORCH_DTYPE = {}
 if torch is not None:
     TG_TO_TORCH_DTYPE = {tg.float32: torch.float32, tg.float64: torch.float64, tg.float16: torch.float16,
+                         tg.bfloat16: torch.bfloat16,
                          tg.int64: torch.int64, tg.int32: torch.int32, tg.int16: torch.int16,
                          tg.int8: torch.int8, tg.uint8: torch.uint8, tg.bool: torch.bool}
 

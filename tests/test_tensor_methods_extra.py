@@ -128,8 +128,7 @@ def test_layout_queries_and_what_has_no_form():
     assert not (x.is_sparse or x.is_quantized or x.is_meta or x.is_pinned() or x.is_shared())
     with pytest.raises(RuntimeError, match="no CUDA tensors"):
         x.cuda()
-    with pytest.raises(TypeError, match="no bfloat16 dtype"):
-        x.bfloat16()
+    assert x.bfloat16().dtype is tg.bfloat16 and x.half().dtype is tg.float16
 
 
 def test_angle_gcd_lcm_nextafter_histogram():

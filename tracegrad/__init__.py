@@ -8,7 +8,7 @@
 tensor([2., 4., 6.])
 """
 from . import dtypes
-from .dtypes import (bool_ as bool, float16, float32, float64, int32, int64, int16, int8, uint8, get_default_dtype,
+from .dtypes import (bool_ as bool, bfloat16, float16, float32, float64, int32, int64, int16, int8, uint8, get_default_dtype,
                      set_default_dtype, result_type, DType as dtype)
 from .dtypes import float32 as float, float64 as double, float16 as half, int64 as long, int32 as int, int16 as short  # noqa: A001
 from .dtypes import finfo, iinfo  # noqa: F401

@@ -2,8 +2,7 @@
 elsewhere (``kron``, ``renorm``, ``mode``, ``frexp``, ...), the in-place forms PyTorch has for
 them, the real-valued answers of the complex API (``conj``, ``real``, ``adjoint``, ``mH``),
 flat writes (``put_``), ``index_reduce``, ``sum_to_size``, Python-callable fills (``apply_``,
-``map_``), ``resize_``, and clear errors for what tracegrad has no form of (CUDA tensors,
-bfloat16).
+``map_``), ``resize_``, ``bfloat16()``, and a clear error for CUDA tensors.
 
 >>> import tracegrad as tg
 >>> x = tg.zeros(2, 3)
@@ -24,7 +23,7 @@ from . import numerics as NU
 from . import searching as SR
 from . import strided as ST
 from .creation import ones_like
-from .dtypes import bool_
+from .dtypes import bfloat16, bool_
 from .einsum import kron
 from .ir import trace
 from .tensor import Tensor
@@ -249,12 +248,4 @@ def _no_cuda(self, *args, **kwargs):
 Tensor.cuda = _no_cuda
 
 
-def _missing_dtype(name, torch_dtype):
-    def m(self, memory_format=None):
-        raise TypeError(f"Tensor.{name}(): tracegrad has no {torch_dtype} dtype (it has float32, "
-                        "float16, float64, int64, int32, int16, int8, uint8 and bool)")
-    m.__name__ = name
-    return m
-
-
-Tensor.bfloat16 = _missing_dtype("bfloat16", "bfloat16")
+Tensor.bfloat16 = lambda self, memory_format=None: self.to(bfloat16)

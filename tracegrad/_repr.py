@@ -142,7 +142,7 @@ def tensor_repr(t):
         if t.ndim != 1:
             suffixes.append(f"size={tuple(t.shape)}")
     else:
-        a = t._value
+        a = _dt.widen_bfloat16([t._value])[0]  # (NumPy's isfinite has no bfloat16 loop)
         summarize = a.size > THRESHOLD
         fmt = _Formatter(_summarized(a) if summarize else a, t.dtype.is_floating_point)
         body = _body(a, indent, summarize, fmt)

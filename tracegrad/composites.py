@@ -60,7 +60,7 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     smallest finite values). The gradient flows only where ``x`` is finite, as in PyTorch."""
     if not x.dtype.is_floating_point:
         return F.clone(x)
-    info = np.finfo(x.dtype.np)
+    info = _dt.finfo(x.dtype)
     out = F.where(isnan(x), float(nan), x)
     out = F.where(F.eq(x, _INF), float(info.max if posinf is None else posinf), out)
     return F.where(F.eq(x, -_INF), float(info.min if neginf is None else neginf), out)

@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 
@@ -41,22 +42,37 @@ int16 = DType("int16", np.int16, "i16", 1, "int16_t", "Short")
 int32 = DType("int32", np.int32, "i32", 1, "int32_t", "Int")
 int64 = DType("int64", np.int64, "i64", 1, "int64_t", "Long")
 float16 = DType("float16", np.float16, "f16", 2, "_Float16", "Half")
+# NumPy has no bfloat16: ml_dtypes (the JAX project's) gives it one. Ops compute it in float32
+# and round their results (widen_bfloat16), as PyTorch's CPU kernels do; in C its bits are a
+# uint16_t (backends/c/half.py)
+bfloat16 = DType("bfloat16", ml_dtypes.bfloat16, "bf16", 2, "uint16_t", "BFloat16")
 float32 = DType("float32", np.float32, "f32", 2, "float", "Float")
 float64 = DType("float64", np.float64, "f64", 2, "double", "Double")
 
-ALL = (float32, float64, float16, int64, int32, int16, int8, uint8, bool_)
-FLOATING = (float16, float32, float64)
+ALL = (float32, float64, float16, bfloat16, int64, int32, int16, int8, uint8, bool_)
+FLOATING = (float16, bfloat16, float32, float64)
 _BY_NP = {d.np: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
-# PyTorch's lattice; uint8 and int8 share a rank: neither holds the other, and together they
-# promote to int16 (promote)
-_ORDER = {bool_: 0, uint8: 1, int8: 1, int16: 2, int32: 3, int64: 4, float16: 5, float32: 6, float64: 7}
+# PyTorch's lattice; uint8 and int8 share a rank, as do float16 and bfloat16: neither of a pair
+# holds the other, and together they promote to int16, float32 (promote)
+_ORDER = {bool_: 0, uint8: 1, int8: 1, int16: 2, int32: 3, int64: 4, float16: 5, bfloat16: 5, float32: 6,
+          float64: 7}
+_PAIR_PROMOTION = {1: int16, 5: float32}
 
 _default_float = float32
 
 
 def _by_name(name):
     return _BY_NAME[name]
+
+
+_BF16_NP = bfloat16.np
+
+
+def widen_bfloat16(arrays):
+    """``arrays`` with each bfloat16 one as float32: what an op's NumPy kernel computes on (its
+    result is rounded back by the caller, to the op's dtype)."""
+    return [a.astype(np.float32) if getattr(a, "dtype", None) == _BF16_NP else a for a in arrays]
 
 
 def get_default_dtype():
@@ -77,7 +93,7 @@ def from_numpy_dtype(npd) -> DType:
     if d is None:
         raise TypeError(
             f"can't convert np.ndarray of type {npd}: the supported types are "
-            "float64, float32, float16, int64, int32, int16, int8, uint8 and bool"
+            "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8 and bool"
         )
     return d
 
@@ -102,13 +118,14 @@ def to_dtype(d) -> DType:
 
 def promote(a: DType, b: DType) -> DType:
     """The larger of two dtypes in PyTorch's lattice bool < uint8, int8 < int16 < int32 < int64
-    < float32 < float64, where uint8 with int8 is int16.
+    < float16, bfloat16 < float32 < float64, where uint8 with int8 is int16 and float16 with
+    bfloat16 is float32.
 
     >>> promote(uint8, int8), promote(uint8, int32), promote(bool_, uint8)
     (tracegrad.int16, tracegrad.int32, tracegrad.uint8)
     """
-    if a is not b and _ORDER[a] == _ORDER[b] == 1:
-        return int16
+    if a is not b and _ORDER[a] == _ORDER[b]:
+        return _PAIR_PROMOTION[_ORDER[a]]
     return a if _ORDER[a] >= _ORDER[b] else b
 
 
@@ -181,7 +198,7 @@ class finfo:
         if not dtype.is_floating_point:
             raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to "
                             f"handle '{dtype.name}'")
-        info = np.finfo(dtype.np)
+        info = ml_dtypes.finfo(dtype.np) if dtype is bfloat16 else np.finfo(dtype.np)
         self.bits, self.dtype = info.bits, dtype.name
         self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
         self.tiny = self.smallest_normal = float(info.tiny)

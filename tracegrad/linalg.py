@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
+from .dtypes import finfo
 from . import functional as F
 from .composites import cross, norm as _vector_norm, tril as _tril
 from .layout import select as _select
@@ -390,7 +391,7 @@ def _tolerance(A, s_max, atol, rtol):
 def _default_rtol(A):
     import numpy as np
 
-    return float(np.finfo(A.dtype.np).eps) * max(A.shape[-2:])
+    return float(finfo(A.dtype).eps) * max(A.shape[-2:])
 
 
 def _spectrum(A, hermitian):

@@ -80,7 +80,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     driver = "gelsy" if driver is None else driver
     vector = _check(A, B, driver)
     m, n = A.shape[-2:]
-    eps = float(np.finfo(A.dtype.np).eps)
+    eps = float(_dt.finfo(A.dtype).eps)
     rtol = eps * max(m, n) if rcond is None else (eps if rcond < 0 else float(rcond))
     b = F.unsqueeze(B, -1) if vector else B
     x = F.matmul(pinv(A), b)

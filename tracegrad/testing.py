@@ -133,7 +133,7 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=F
             raise ValueError(f"`low` must be less than or equal to `high`, but got {lo} and {hi}")
         values = rng.uniform(lo, hi, shape)
         if exclude_zero:
-            values[values == 0] = np.finfo(dtype.np).tiny
+            values[values == 0] = _dt.finfo(dtype).tiny
     else:
         lo, hi = -9 if low is None else int(np.ceil(low)), 10 if high is None else int(np.ceil(high))
         values = rng.integers(lo, max(hi, lo + 1), shape)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dtypes import bfloat16, widen_bfloat16
+
 
 def run_graph(graph, inputs):
     """Run ``graph`` on ``inputs`` (ndarrays in graph.inputs order); return the arrays of
@@ -28,7 +30,10 @@ def run_graph(graph, inputs):
         return env[id(v)]
 
     for n in graph.nodes:
-        out = n.op.impl(*[get(v) for v in n.inputs], **n.attrs)
+        arrays = [get(v) for v in n.inputs]
+        if n.out.dtype is bfloat16 or (n.inputs and n.inputs[0].dtype is bfloat16):
+            arrays = widen_bfloat16(arrays)
+        out = n.op.impl(*arrays, **n.attrs)
         if not isinstance(out, np.ndarray) or out.dtype != n.out.dtype.np:
             out = np.asarray(out, dtype=n.out.dtype.np)
         env[id(n.out)] = out

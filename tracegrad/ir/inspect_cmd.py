@@ -3,8 +3,8 @@ trace a function on example arguments and print its IR (and the saved-tensor rep
 outputs are differentiable); ``--svg out.svg`` also renders the graph with Graphviz ``dot``
 (when ``dot`` is not installed the DOT text is written next to it, ``out.dot``).
 
-Argument specs: ``NAME=DTYPE[D0,D1,...]`` is a tensor (``f32``, ``f64``, ``f16``, ``i64``,
-``i32``, ``i16``, ``i8``, ``u8``, ``b8``; ``f32[]`` a 0-d one) filled with seeded random values
+Argument specs: ``NAME=DTYPE[D0,D1,...]`` is a tensor (``f32``, ``f64``, ``f16``, ``bf16``,
+``i64``, ``i32``, ``i16``, ``i8``, ``u8``, ``b8``; ``f32[]`` a 0-d one) filled with seeded random values
 (zeros for integer and bool tensors); append ``:grad`` for ``requires_grad=True``. Anything else
 is a Python literal (``n=3``, ``scale=0.5``, ``mode='sum'``) or, failing that, a string.
 """
@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import sys
 
-_TENSOR = re.compile(r"^(f32|f64|f16|i64|i32|i16|i8|u8|b8)\[([0-9,\s]*)\](:grad)?$")
+_TENSOR = re.compile(r"^(f32|f64|f16|bf16|i64|i32|i16|i8|u8|b8)\[([0-9,\s]*)\](:grad)?$")
 
 
 def parse_arg(spec, seed=0):

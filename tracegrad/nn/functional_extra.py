@@ -36,7 +36,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     ``eps`` defaults to the dtype's machine epsilon, as PyTorch's."""
     dims = _normalized_dims(input, normalized_shape)
     if eps is None:
-        eps = float(np.finfo(input.dtype.np).eps)
+        eps = float(_dt.finfo(input.dtype).eps)
     out = T.mul(input, T.rsqrt(T.add(T.mean(T.mul(input, input), dims, keepdim=True), eps)))
     return out if weight is None else T.mul(out, weight)
 

@@ -417,6 +417,9 @@ class Module:
     def half(self):
         return self.to("float16")
 
+    def bfloat16(self):
+        return self.to("bfloat16")
+
     def cpu(self):
         return self
 

@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from ..dtypes import finfo
 from .elementwise import unary
 
 _SERIES_TERMS = 60  # (the power series of I below 20: terms fall below 1e-30 of the sum)
@@ -84,7 +85,7 @@ def _near_zero(ctx):
     """(where |x| is below half the dtype's eps, x with 1 there): PyTorch's i1/i1e rules use
     their limit 1/2 there, and the 1 keeps the other branch finite."""
     x = ctx.input(0)
-    tiny = _f().abs(x) < float(np.finfo(ctx.dtypes[0].np).eps) * 0.5
+    tiny = _f().abs(x) < float(finfo(ctx.dtypes[0]).eps) * 0.5
     return tiny, _f().where(tiny, 1.0, x)
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..autograd import grad_mode
 
 REGISTRY: dict[str, "OpDef"] = {}
@@ -97,7 +98,10 @@ def _dispatch(op: OpDef, *inputs, **attrs):
     if tracer is not None:
         value = tracer.record(op, inputs, attrs, shape, dtype)
     else:
-        value = op.impl(*[t._value for t in inputs], **attrs)
+        arrays = [t._value for t in inputs]
+        if dtype is _BF16 or (inputs and inputs[0]._dtype is _BF16):  # (computed in float32)
+            arrays = _dt.widen_bfloat16(arrays)
+        value = op.impl(*arrays, **attrs)
         if value.__class__ is not np.ndarray:
             value = np.asarray(value)
         if value.dtype != dtype.np:
@@ -119,6 +123,7 @@ def _dispatch(op: OpDef, *inputs, **attrs):
 # Bound at the end of package import (tracegrad/__init__.py calls _bind) to avoid import
 # cycles without paying for an import statement on every dispatch.
 _trace = _Tensor = _OpNode = _forward_ad = None
+_BF16 = _dt.bfloat16
 _profiler = None  # the profiler module while a profile is active (set by it)
 
 

@@ -52,6 +52,8 @@ import zlib
 
 import numpy as np
 
+from ..dtypes import from_numpy_dtype
+
 DEFAULT_SHAPE = (3, 4)
 FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "probability", "above_one", "well_conditioned",
                  "with_zeros", "separated", "singular", "degree")
@@ -176,4 +178,5 @@ def differentiable_positions(op, arrays):
     """Input positions a gradient flows to: floating inputs that are neither nondiff inputs nor
     inputs without a derivative."""
     return [i for i, a in enumerate(arrays)
-            if a.dtype.kind == "f" and i not in op.nondiff_inputs and i not in op.no_derivative]
+            if from_numpy_dtype(a.dtype).is_floating_point and i not in op.nondiff_inputs
+            and i not in op.no_derivative]

@@ -168,7 +168,7 @@ def _signed_log(v, positive):
     from ..functional import where
 
     keep = v > 0 if positive else v < 0
-    return where(keep, where(keep, v.abs(), 1.0).log(), float(np.finfo(v.dtype.np).min))
+    return where(keep, where(keep, v.abs(), 1.0).log(), float(_dt.finfo(v.dtype).min))
 
 
 def _reverse_logcumsumexp(v, dim):

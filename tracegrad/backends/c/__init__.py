@@ -270,7 +270,8 @@ def build(graph, options=None):
         plan, source = lowered()
         so = toolchain.compile_shared(source, str(tmpdir), flag_list)
         meta = {"workspace": plan.workspace, "source": source,
-                "outputs": [[list(s), np.dtype(d).str] for s, d in plan.out_specs],
+                # (dtypes by name: bfloat16's .str is a void's)
+                "outputs": [[list(s), np.dtype(d).name] for s, d in plan.out_specs],
                 "inplace": [list(p) for p in plan.inplace], "deferred": list(plan.deferred),
                 "batch_split": split is not None}
         return so, meta

@@ -68,7 +68,9 @@ def local_ctype(dtype):
 
 
 def literal_c(value, dtype):
-    """A C literal of ``dtype`` for a Python/NumPy scalar (exact for floats)."""
+    """A C literal of ``dtype`` for a Python/NumPy scalar (exact for floats; a bfloat16's bits)."""
+    if dtype.short == "bf16":
+        return f"((uint16_t){int(np.asarray(value, dtype=dtype.np).view(np.uint16))})"
     if dtype.short == "b8":
         return "1" if bool(value) else "0"
     if dtype.category == 1:
@@ -629,6 +631,10 @@ def c_expression(node, args, fast_math=True):
         return f"(({x} != {x}) ? {x} : {expr})" if out.dtype.is_floating_point else expr
     if name in FOLD_REDUCTIONS:  # a reduction over no dims: the identity (with its dtype)
         return f"(({ct}){args[0]})"
+    if name == "cast" and "bf16" in (out.dtype.short, node.inputs[0].dtype.short):  # (bits: half.py)
+        if out.dtype.short == "bf16":
+            return f"tg_bf16_from_float((float)({args[0]}))"
+        return f"(({ct})tg_bf16_to_float({args[0]}))"
     if name == "cast" and out.dtype.short == "b8":
         return f"({args[0]} != 0)"
     if name == "sign" and out.dtype.is_floating_point:  # (0 for NaN, as PyTorch's)

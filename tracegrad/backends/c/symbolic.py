@@ -295,7 +295,8 @@ def build(graphs, options=None):
     sp = SymbolicPlan(graphs, options, lambda p: render(p, graphs[0].name, dynamic=True))
     key = make_key({"symbolic": sp.source, "base": cache_key(graphs[0], options, flag_list, cc_version)})
     meta = {"workspace": 0, "source": sp.source,
-            "outputs": [[[0] * len(dims), np.dtype(d).str] for dims, (_, d) in zip(sp.output_shapes, sp.plan.out_specs)],
+            "outputs": [[[0] * len(dims), np.dtype(d).name]
+                        for dims, (_, d) in zip(sp.output_shapes, sp.plan.out_specs)],
             "inplace": [list(p) for p in sp.plan.inplace], "deferred": list(sp.plan.deferred)}
 
     def do_build(tmpdir):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...dtypes import widen_bfloat16
 from ...ops.registry import REGISTRY
 from .simplify import scalar_of, uniform_value
 
@@ -78,7 +79,7 @@ def _fold_uniform(graph, n, subst):
         return False
     try:
         with np.errstate(all="ignore"):
-            r = n.op.impl(*[np.asarray(s) for s in scalars], **n.attrs)
+            r = n.op.impl(*widen_bfloat16([np.asarray(s) for s in scalars]), **n.attrs)
     except Exception:  # noqa: BLE001
         return False
     r = np.asarray(r, dtype=n.out.dtype.np)
@@ -96,7 +97,7 @@ def _evaluate(n):
     arrays = [np.asarray(i.data, dtype=i.dtype.np) for i in n.inputs]
     try:
         with np.errstate(all="ignore"):
-            out = n.op.impl(*arrays, **n.attrs)
+            out = n.op.impl(*widen_bfloat16(arrays), **n.attrs)
     except Exception:  # noqa: BLE001  (e.g. an index out of range: leave it to fail at run time)
         return None
     out = np.array(out, dtype=n.out.dtype.np, copy=True)
