@@ -68,6 +68,9 @@ from .special import i0  # noqa: E402,F401  (torch.i0: an alias of special.i0)
 from . import _methods_extra  # noqa: E402,F401  (binds more Tensor methods)
 from .nn.functional import log_softmax, softmax  # tg.softmax(x, dim), as torch.softmax
 from .checkpoint import load, load_checkpoint, save, save_checkpoint
+from . import amp  # noqa: E402  (tg.amp: autocast, GradScaler)
+from .amp import (autocast, get_autocast_cpu_dtype, get_autocast_dtype, is_autocast_cpu_enabled,  # noqa: E402,F401
+                  is_autocast_enabled)
 from .torch_functions import *  # noqa: F401,F403,E402
 from .torch_functions import in_place_functions as _in_place_functions  # noqa: E402
 from . import out_arguments as _out_arguments  # noqa: E402

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from . import amp as _amp
 from . import dtypes as _dt
 from . import functional as F
 from .creation import arange, tensor, zeros
@@ -284,6 +285,7 @@ def diag(x, diagonal=0):
     return F.where(on, value, F.to_tensor(0, x.dtype))
 
 
+@_amp.float32
 def trace(x):
     if x.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")

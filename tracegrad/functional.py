@@ -13,6 +13,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from . import amp as _amp
 from . import dtypes as _dt
 from .ops import bitwise as B
 from .ops import elementwise as E
@@ -407,6 +408,7 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return sqrt(var(x, dim, unbiased, keepdim, correction=correction))
 
 
+@_amp.float32
 def prod(x, dim=None, keepdim=False, dtype=None):
     if dtype is not None:
         x = cast(x, _dt.to_dtype(dtype))
@@ -717,6 +719,7 @@ def unbind(x, dim=0):
 
 
 # ----------------------------------------------------------------------------- linear algebra
+@_amp.lower_precision
 def matmul(a, b):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError("matmul(): arguments must be Tensors")
@@ -743,6 +746,7 @@ def matmul(a, b):
     return L.MATMUL(a, b)
 
 
+@_amp.lower_precision
 def mm(a, b):
     if a.ndim != 2:
         raise RuntimeError("self must be a matrix")
@@ -751,6 +755,7 @@ def mm(a, b):
     return matmul(a, b)
 
 
+@_amp.lower_precision
 def bmm(a, b):
     if a.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")

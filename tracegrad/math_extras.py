@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from . import amp as _amp
 from . import dtypes as _dt
 from . import functional as F
 from .composites import isnan
@@ -140,6 +141,7 @@ def clamp_max(input, max):
     return F.clamp(input, max=max)
 
 
+@_amp.lower_precision
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)`` (``input`` ignored, NaNs too, when beta is 0)."""
     return _scaled_sum(input, F.matmul(mat1, mat2), beta, alpha)
@@ -171,11 +173,13 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     return _scaled_sum(input, F.outer(vec1, vec2), beta, alpha)
 
 
+@_amp.lower_precision
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """``beta * input + alpha * (batch1 @ batch2)``, batch by batch."""
     return _scaled_sum(input, F.bmm(batch1, batch2), beta, alpha)
 
 
+@_amp.lower_precision
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     return _scaled_sum(input, F.sum(F.bmm(batch1, batch2), 0), beta, alpha)

@@ -17,6 +17,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from . import amp as _amp
 from . import dtypes as _dt
 from . import functional as F
 from .ops import bitwise as _bitwise
@@ -31,6 +32,7 @@ __all__ = ["cdist", "trapezoid", "trapz", "cumulative_trapezoid", "gradient", "r
            "chain_matmul", "hardshrink", "angle", "gcd", "lcm", "nextafter", "histogram"]
 
 
+@_amp.float32
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """The p-norm distance between each row of ``x1`` (…, P, M) and each row of ``x2``
     (…, R, M): a (…, P, R) tensor. For p = 2 the ``use_mm`` modes compute it, as PyTorch, as

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from . import amp as _amp
 from . import dtypes as _dt
 from . import functional as F
 from .composites import isnan, movedim
@@ -63,6 +64,7 @@ def median(input, dim=None, keepdim=False):
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
+@_amp.float32
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The ``q``-quantiles (a number, or a 1-d tensor: then a leading dim of them) of the
     flattened input or along ``dim``, interpolated as ``interpolation`` says."""
@@ -146,6 +148,7 @@ def nanmedian(input, dim=None, keepdim=False):
     return F.values_indices(picked, indices)
 
 
+@_amp.float32
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """``quantile`` of the numbers that are not NaN in each row (NaN where a row has none)."""
     return _quantiles(input, q, dim, keepdim, interpolation, skip_nan=True)

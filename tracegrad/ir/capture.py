@@ -100,6 +100,9 @@ def trace_function(fn, args, kwargs, name=None, extra_guards=(), tracer_cls=Trac
         symbolic.append(x)
     for desc, getter in extra_guards:
         tracer.guard_value(desc, getter, getter())
+    from .. import amp  # (ops cast differently under autocast: a program is for one state)
+
+    tracer.guard_value("autocast state", amp.state, amp.state())
     sargs, skwargs = pytree.unflatten(spec, symbolic)
     with tracing(tracer):
         result = fn(*sargs, **skwargs)

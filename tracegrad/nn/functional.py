@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from .. import amp as _amp
 from .. import dtypes as _dt
 from .. import functional as T
 from ..ops import index as I
@@ -34,6 +35,7 @@ __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax"
 
 
 # ----------------------------------------------------------------------------- activations
+@_amp.lower_precision
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``."""
     out = T.matmul(input, T.t(weight) if weight.ndim == 2 else weight)
@@ -190,6 +192,7 @@ def _reduce(loss, reduction):
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+@_amp.float32
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(input.shape) != tuple(target.shape):
@@ -202,6 +205,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _weighted_reduce(T.mul(diff, diff), weight, reduction, input)
 
 
+@_amp.float32
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     return _weighted_reduce(T.abs(T.sub(input, target)), weight, reduction, input)
@@ -222,6 +226,7 @@ def _mean_over_weight(loss_sum, weight_sum):
     return T.where(empty, float("nan"), T.div(loss_sum, T.where(empty, 1.0, weight_sum)))
 
 
+@_amp.float32
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log-likelihood of integer ``target`` classes under log-probabilities ``input``
@@ -254,6 +259,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return _reduce(loss, reduction)
 
 
+@_amp.float32
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """``nll_loss(log_softmax(input, 1), target)`` for integer targets; with floating targets of
@@ -298,6 +304,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return T.add(T.mul(nll, 1 - label_smoothing), T.mul(smooth, label_smoothing / nclass))
 
 
+@_amp.float32
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """``-[pw * y * log sigmoid(x) + (1 - y) * log(1 - sigmoid(x))]``, computed stably."""
@@ -357,6 +364,7 @@ def _bce_function():
 _BCE = None
 
 
+@_amp.float32
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """``-[y log p + (1 - y) log(1 - p)]`` of probabilities ``input``, each log clamped at
     -100 as in PyTorch (so that p = 0 or 1 give a finite loss), with PyTorch's gradient."""
@@ -374,6 +382,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss, reduction)
 
 
+@_amp.float32
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """``0.5 d^2 / beta`` below ``beta``, ``|d| - 0.5 beta`` above (``|d|`` for beta 0)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -383,6 +392,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(T.where(T.lt(d, beta), T.mul(T.mul(d, d), 0.5 / beta), T.sub(d, 0.5 * beta)), reduction)
 
 
+@_amp.float32
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """``0.5 d^2`` below ``delta``, ``delta (|d| - 0.5 delta)`` above."""
     d = T.abs(T.sub(input, target))
@@ -632,6 +642,7 @@ def _same_padding(kernel, dilation):
     return tuple((t // 2, t - t // 2) for t in total)
 
 
+@_amp.lower_precision
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D cross-correlation (PyTorch's conv2d) as unfold + one batched matmul per group.
 
@@ -672,6 +683,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return T.squeeze(out, 0) if unbatched else out
 
 
+@_amp.lower_precision
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """The transpose (gradient) of conv2d, weight ``(C_in, C_out/groups, kH, kW)``: each input
@@ -814,6 +826,7 @@ def _pool_counts(h, w, geo, count_include_pad):
 
 
 # ----------------------------------------------------------------------------- attention
+@_amp.lower_precision
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, enable_gqa=False):
     """``softmax(q @ k^T * scale + mask) @ v`` over ``(..., L, E)`` queries and ``(..., S, E)``
@@ -886,6 +899,7 @@ def _as_2d(input, name):
     return T.unsqueeze(input, -2)
 
 
+@_amp.lower_precision
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D cross-correlation over ``(N, C, L)``: conv2d over a height of 1."""
     out = conv2d(_as_2d(input, "conv1d"), T.unsqueeze(weight, -2), bias, _one(stride, "stride", 1),

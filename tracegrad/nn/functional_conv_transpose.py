@@ -13,12 +13,14 @@ tracegrad.Size([1, 1, 4, 4, 4])
 """
 from __future__ import annotations
 
+from .. import amp as _amp
 from .. import creation
 from .. import functional as T
 
 __all__ = ["conv_transpose3d"]
 
 
+@_amp.lower_precision
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """The transpose of conv3d over ``(N, C_in, D, H, W)`` (or unbatched ``(C_in, D, H, W)``),
     weight ``(C_in, C_out/groups, kD, kH, kW)``. Output size per spatial dim ``(in - 1)*stride

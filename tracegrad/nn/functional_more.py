@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from .. import amp as _amp
 from .. import functional as T
 from ..einsum import einsum
 
@@ -96,6 +97,7 @@ def threshold(input, threshold, value, inplace=False):
     return _inplace_result(input, T.where(T.gt(input, threshold), input, value), inplace)
 
 
+@_amp.lower_precision
 def prelu(input, weight):
     """``x`` where positive, ``weight * x`` elsewhere; ``weight`` has one slope, or one per
     channel (dim 1)."""
@@ -110,6 +112,7 @@ def prelu(input, weight):
     return T.where(T.gt(input, 0), input, T.mul(w, input))
 
 
+@_amp.float32
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """``target * (log(target) - input)`` pointwise (``input`` holds log-probabilities; 0
     where target is 0), reduced as PyTorch's; ``"batchmean"`` divides the sum by the batch."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import amp as _amp
 from .. import functional as T
 from ..ops import index as I
 
@@ -228,6 +229,7 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return _lp(avg_pool3d(T.pow(input, norm_type), kernel_size, stride, 0, ceil_mode), norm_type, kd * kh * kw)
 
 
+@_amp.lower_precision
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """The transpose of conv1d, weight ``(C_in, C_out/groups, k)``: conv_transpose2d over a
@@ -249,6 +251,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return T.squeeze(out, -2)
 
 
+@_amp.lower_precision
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D cross-correlation over ``(N, C, D, H, W)`` (or unbatched ``(C, D, H, W)``), weight
     ``(C_out, C_in/groups, kD, kH, kW)``: one conv2d per kernel depth over every output depth

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import amp as _amp
 from .. import creation, dtypes
 from .. import functional as T
 from ..tensor import Tensor
@@ -36,6 +37,7 @@ __all__ = ["ctc_loss"]
 _UNREACHABLE = -1e30
 
 
+@_amp.float32
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
     """CTC loss of ``log_probs`` ``(T, N, C)`` (or unbatched ``(T, C)``) for ``targets``:

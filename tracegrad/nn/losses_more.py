@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from .. import amp as _amp
 from .. import functional as T
 from ..composites import norm
 
@@ -35,6 +36,7 @@ def _legacy(size_average, reduce, reduction):
     return _legacy_reduction(size_average, reduce, reduction)
 
 
+@_amp.float32
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
     """``max(0, -target * (input1 - input2) + margin)``."""
@@ -42,6 +44,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return _reduce(T.clamp(T.add(T.mul(T.neg(target), T.sub(input1, input2)), margin), min=0.0), reduction)
 
 
+@_amp.float32
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """``input`` where target is 1, ``max(0, margin - input)`` where it is -1."""
     reduction = _legacy(size_average, reduce, reduction)
@@ -51,12 +54,14 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(T.add(margin_part, self_part), reduction)
 
 
+@_amp.float32
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-target * input))``."""
     reduction = _legacy(size_average, reduce, reduction)
     return _reduce(T.log1p(T.exp(T.mul(T.neg(target), input))), reduction)
 
 
+@_amp.float32
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """``1 - cos`` where target is 1, ``max(0, cos - margin)`` where it is -1 (cosine along the
@@ -79,6 +84,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return norm(T.add(T.sub(x1, x2), eps), p, -1, keepdim)
 
 
+@_amp.float32
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with pairwise distances;
@@ -109,6 +115,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
+@_amp.float32
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """``exp(input) - target * input`` (``log_input``) or ``input - target * log(input + eps)``;
@@ -185,6 +192,7 @@ def _batched_classes(input, target, name):
     return input, target, False
 
 
+@_amp.float32
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     """``sum over i != y of max(0, margin - x[y] + x[i])^p / C`` per sample (``p`` 1 or 2),
@@ -210,6 +218,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _reduce(T.squeeze(loss, 0) if unbatched else loss, reduction)
 
 
+@_amp.float32
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``sum over targets j and non-targets i of max(0, 1 - (x[j] - x[i])) / C`` per sample;
     ``target`` holds class indices, ended by the first -1."""
