@@ -1,5 +1,5 @@
 """tg.autocast / tg.amp against torch.autocast on CPU: which ops cast to the region's dtype and
-which to float32, the values and gradients of a small network, nesting, the compiled state
+which to float32 (linear algebra included), the values and gradients of a small network, nesting, the compiled state
 guard, custom_fwd/custom_bwd, and GradScaler against torch.amp.GradScaler."""
 import warnings
 
@@ -33,7 +33,9 @@ def _region(m, weights, dtype_name):
         out = net(x)
         loss = m.nn.functional.cross_entropy(out, m.tensor([0, 1, 2, 0, 1, 2, 0, 1]))
         results = [out, loss, conv(img), x @ x.T, x.double() @ x.double().T, m.softmax(out, -1),
-                   m.cat([out, x[:, :3]]), m.nn.functional.mse_loss(out, out.detach() * 0.5)]
+                   m.cat([out, x[:, :3]]), m.nn.functional.mse_loss(out, out.detach() * 0.5),
+                   m.cdist(x, x),  # float32, and its inner product is not cast again
+                   m.linalg.solve(m.eye(6) * 2 + x.T @ x, x.T), m.linalg.vecdot(x, x)]
         with m.autocast("cpu", enabled=False):
             results.append(x @ x.T)
         flags = (m.is_autocast_enabled("cpu"), m.is_autocast_enabled(), str(m.get_autocast_dtype("cpu")))

@@ -2,7 +2,8 @@
 ``autocast`` region, the ops PyTorch's CPU autocast runs in lower precision (matrix products,
 ``linear``, convolutions, ``prelu``, ``scaled_dot_product_attention``) cast their floating
 arguments to the region's dtype (bfloat16 by default, or float16), and the ops it runs in
-float32 (the losses, ``prod``, ``cdist``, ``trace``, ``quantile``) cast theirs to float32.
+float32 (the losses, ``prod``, ``cdist``, ``trace``, ``quantile``, linear algebra) cast theirs
+to float32.
 float64 tensors are never cast, as in PyTorch. Regions nest (``enabled=False`` turns autocast
 off inside one) and are per thread; the state is part of a compiled function's guards.
 
@@ -13,9 +14,6 @@ off inside one) and are per thread; the state is part of a compiled function's g
 ...     loss = tg.nn.functional.mse_loss(out, tg.zeros(2, 3))
 >>> out.dtype, loss.dtype, layer.weight.dtype
 (tracegrad.bfloat16, tracegrad.float32, tracegrad.float32)
-
-Not covered: PyTorch also runs linear algebra (``linalg_*``) in float32 under autocast; here
-those ops keep their arguments' dtypes (a bfloat16 matrix is refused, as outside autocast).
 """
 from __future__ import annotations
 
@@ -124,18 +122,23 @@ def _casting(target):
     def decorate(fn):
         @functools.wraps(fn)
         def op(*args, **kwargs):
-            dtype = state()
+            dtype = outer = state()
             if dtype is None:
                 return fn(*args, **kwargs)
             dtype = dtype if target is None else target
-            return fn(*[_cast_floats(a, dtype) for a in args],
-                      **{k: _cast_floats(v, dtype) for k, v in kwargs.items()})
+            args = [_cast_floats(a, dtype) for a in args]
+            kwargs = {k: _cast_floats(v, dtype) for k, v in kwargs.items()}
+            _local.dtype = None  # the op's own inner ops are not cast again (as PyTorch's)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _local.dtype = outer
         return op
     return decorate
 
 
 lower_precision = _casting(None)  # ops PyTorch's CPU autocast runs in its dtype
-float32 = _casting(_dt.float32)  # ops it runs in float32
+float32 = _casting(_dt.float32)  # ops it runs in float32 (linear algebra included)
 
 
 # ----------------------------------------------------------------------------- custom Functions

@@ -24,6 +24,7 @@ import math
 from collections import namedtuple
 
 from .dtypes import finfo
+from . import amp as _amp
 from . import functional as F
 from .composites import cross, norm as _vector_norm, tril as _tril
 from .layout import select as _select
@@ -53,6 +54,7 @@ qr_result = namedtuple("linalg_qr", ["Q", "R"])
 _INF = float("inf")
 
 
+@_amp.float32
 def inv(A):
     """The inverse of each square matrix of ``A`` (RuntimeError for a singular one)."""
     return L.INV(A)
@@ -74,6 +76,7 @@ def _nonsingular(A):
     return info, F.where(singular, eye(A.shape[-1], dtype=A.dtype), A), singular
 
 
+@_amp.float32
 def inv_ex(A, *, check_errors=False):
     """``inv`` that also returns ``info`` (int32 per matrix: 0, or LU's 1-based index of the
     first exactly zero pivot) instead of raising; a singular matrix's inverse is NaN (PyTorch
@@ -100,6 +103,7 @@ def solve_ex(A, B, *, left=True, check_errors=False):
     return solve_ex_result(F.where(mask, float("nan"), result), info)
 
 
+@_amp.float32
 def tensorinv(A, ind=2):
     """The tensor inverse of ``A`` with respect to ``tensordot`` over its first ``ind`` dims:
     ``prod(A.shape[:ind]) == prod(A.shape[ind:])``; the result has shape
@@ -113,6 +117,7 @@ def tensorinv(A, ind=2):
     return inv(A.reshape(rows, cols)).reshape(tuple(A.shape[ind:]) + tuple(A.shape[:ind]))
 
 
+@_amp.float32
 def tensorsolve(A, B, dims=None):
     """``X`` with ``tensordot(A, X, X.ndim) == B``: ``X`` has shape ``A.shape[B.ndim:]``
     (``dims``: dims of ``A`` moved to its end first)."""
@@ -127,6 +132,7 @@ def tensorsolve(A, B, dims=None):
     return solve(A.reshape(rows, cols), B.reshape(rows)).reshape(shape)
 
 
+@_amp.float32
 def householder_product(A, tau):
     """The first ``n`` columns of ``H_1 ... H_k`` (``A`` is m x n, ``tau`` k <= n), ``H_i = I -
     tau_i v_i v_i^T`` with ``v_i`` column i of ``A`` below the diagonal and 1 on it (LAPACK's
@@ -180,6 +186,7 @@ def slogdet(A):
     return slogdet_result(F.squeeze(F.narrow(packed, -1, 0, 1), -1), F.squeeze(F.narrow(packed, -1, 1, 1), -1))
 
 
+@_amp.float32
 def solve(A, B, *, left=True):
     """``X`` with ``A X = B`` (``B`` a matrix, batches broadcast, or a vector); ``left=False``:
     ``X A = B``."""
@@ -190,6 +197,7 @@ def solve(A, B, *, left=True):
     return L.SOLVE(A, B)
 
 
+@_amp.float32
 def cholesky(A, *, upper=False):
     """The Cholesky factor of each symmetric positive-definite matrix: lower triangular ``L``
     with ``A = L L^T`` (``upper=True``: ``U = L^T``, ``A = U^T U``). RuntimeError when a matrix is
@@ -206,6 +214,7 @@ def cholesky(A, *, upper=False):
     return F.transpose(lower, -2, -1) if upper else lower
 
 
+@_amp.float32
 def cholesky_ex(A, *, upper=False, check_errors=False):
     """``cholesky`` that also returns ``info`` (int32 per matrix: 0, or the order of the first
     leading minor that is not positive-definite, LAPACK's) instead of raising; a matrix that is
@@ -230,6 +239,7 @@ def _check_uplo(name, UPLO):
         raise RuntimeError(f"linalg.{name}: Expected UPLO argument to be 'L' or 'U', but got {UPLO!r}")
 
 
+@_amp.float32
 def eigh(A, UPLO="L"):
     """Eigenvalues (ascending) and orthonormal eigenvectors (the columns) of each symmetric
     matrix: ``A = V diag(L) V^T``. ``A`` is read as ``(A + A^T) / 2``; PyTorch reads the
@@ -256,6 +266,7 @@ def eigh(A, UPLO="L"):
     return eigh_result(_select(packed, -2, 0), F.narrow(packed, -2, 1, n))
 
 
+@_amp.float32
 def eigvalsh(A, UPLO="L"):
     """The eigenvalues (ascending) of each symmetric matrix (``eigh``'s reading of ``A``).
 
@@ -267,6 +278,7 @@ def eigvalsh(A, UPLO="L"):
     return _select(D.EIGH(A), -2, 0)
 
 
+@_amp.float32
 def svd(A, full_matrices=True, *, driver=None):
     """``A = U diag(S) Vh`` for each matrix (m x n, k = min(m, n)): singular values ``S``
     descending, ``U`` (m x k) and ``Vh`` (k x n) with orthonormal columns / rows; with
@@ -333,6 +345,7 @@ def _complement(q):
     return F.narrow(F.narrow(full, -2, 0, m), -1, k, m - k)
 
 
+@_amp.float32
 def qr(A, mode="reduced"):
     """``A = Q R`` for each matrix (m x n, k = min(m, n)): ``Q`` with orthonormal columns (m x k;
     m x m with ``mode="complete"``) and ``R`` upper triangular (k x n; m x n). Householder
@@ -364,6 +377,7 @@ def qr(A, mode="reduced"):
     return qr_result(F.narrow(F.narrow(packed, -2, 0, m), -1, 0, kq), r)
 
 
+@_amp.float32
 def svdvals(A, *, driver=None):
     """The singular values of each matrix, descending (``svd``'s ``S``).
 
@@ -436,11 +450,13 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
     return F.matmul(right * F.unsqueeze(inverse, -2), F.transpose(left, -2, -1))
 
 
+@_amp.float32
 def pinverse(input, rcond=1e-15):
     """``tg.pinverse`` (PyTorch's older name): ``linalg.pinv`` with ``rtol=rcond``."""
     return pinv(input, atol=0.0, rtol=rcond)
 
 
+@_amp.float32
 def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
     """The number of singular values (``hermitian``: eigenvalue magnitudes) above
     ``max(atol, rtol * largest)`` (PyTorch's defaults; ``tol`` is PyTorch's older name for
@@ -456,6 +472,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
     return F.sum(keep, -1)
 
 
+@_amp.float32
 def cond(A, p=None):
     """The condition number of each matrix: largest / smallest singular value for ``p`` None or
     2 (any shape; -2: the inverse ratio), else ``matrix_norm(A, p) * matrix_norm(inv(A), p)``
@@ -494,6 +511,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     return solve(tri, B, left=left)
 
 
+@_amp.float32
 def cholesky_solve(B, L_factor, upper=False):
     """``X`` with ``A X = B`` for ``A = L L^T`` given its Cholesky factor (``upper``: ``A = U^T
     U``): two triangular solves (``tg.cholesky_solve``, PyTorch's argument order).
@@ -508,6 +526,7 @@ def cholesky_solve(B, L_factor, upper=False):
     return solve_triangular(F.transpose(lower, -2, -1), y, upper=True)
 
 
+@_amp.float32
 def cholesky_inverse(L_factor, upper=False):
     """The inverse of ``A = L L^T`` (``upper``: ``U^T U``) from its Cholesky factor."""
     from .creation import eye
@@ -669,6 +688,7 @@ def _chain(mats, split, i, j):
     return F.matmul(_chain(mats, split, i, k), _chain(mats, split, k + 1, j))
 
 
+@_amp.lower_precision
 def vecdot(x, y, *, dim=-1):
     """The dot product of the vectors along ``dim`` (broadcast)."""
     return F.sum(F.mul(x, y), dim)

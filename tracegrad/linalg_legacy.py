@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 from collections import namedtuple
 
+from . import amp as _amp
 from . import linalg as LA
 
 __all__ = ["lu", "triangular_solve"]
@@ -28,6 +29,7 @@ def lu(A, pivot=True, get_infos=False, out=None):
     return (LU, pivots, infos) if get_infos else (LU, pivots)
 
 
+@_amp.float32
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """The solution ``X`` of ``A X = b`` (``A^T X = b`` with ``transpose``) for a triangular
     ``A``, and a copy of ``A``: ``(solution, cloned_coefficient)``."""

@@ -20,6 +20,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from . import amp as _amp
 from . import dtypes as _dt
 from . import functional as F
 
@@ -50,6 +51,7 @@ def _check(A, B, driver):
     return vector
 
 
+@_amp.float32
 def lstsq(A, B, rcond=None, *, driver=None):
     """The least-squares solution ``X`` minimizing ``||A X - B||`` for each matrix ``A`` (m x n)
     and right-hand side ``B`` (m x k, or a vector of m: ``A``'s batch without its last dim),

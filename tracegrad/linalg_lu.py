@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from . import amp as _amp
 from . import dtypes as _dt
 from . import functional as F
 from .ops import lu as _lu
@@ -164,6 +165,7 @@ def _check_solve(LU, pivots, B, left):
                            f"type {LU.dtype.name} and B of type {B.dtype.name} instead")
 
 
+@_amp.float32
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     """``X`` with ``A X = B`` given ``lu_factor(A)`` (``adjoint``: ``A^T X = B``; ``left=False``:
     ``X A = B``, or ``X A^T = B``); batches broadcast. Two triangular solves and the permutation,
