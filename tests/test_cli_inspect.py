@@ -56,7 +56,7 @@ def test_program_inspection_attributes():
     assert all(hasattr(s, a) for s in prog.saved for a in ("name", "shape", "dtype", "bytes"))
     assert "interpreter backend" in prog.source
     assert prog.guards == ["grad_mode == True", "x: Tensor f32[4, 3] requires_grad=False",
-                           "w: Tensor f32[3, 2] requires_grad=True"]
+                           "w: Tensor f32[3, 2] requires_grad=True", "autocast state == None"]
     assert str(prog).startswith(str(prog.forward)) and prog.to_dot().startswith("digraph")
 
 
