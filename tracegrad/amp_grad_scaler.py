@@ -23,6 +23,8 @@ import warnings
 
 import numpy as np
 
+from .dtypes import widen_bfloat16
+
 
 class GradScaler:
     def __init__(self, device="cuda", init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
@@ -81,7 +83,8 @@ class GradScaler:
                 for p in group["params"]:
                     if p.grad is not None:
                         p.grad.mul_(inverse)
-                        found_inf = found_inf or not bool(np.isfinite(p.grad.float().numpy()).all())
+                        values = widen_bfloat16([p.grad.detach().numpy()])[0]  # (no bfloat16 isfinite)
+                        found_inf = found_inf or not bool(np.isfinite(values).all())
         self._per_optimizer[id(optimizer)] = ("unscaled", found_inf)
 
     def step(self, optimizer, *args, **kwargs):
