@@ -95,3 +95,19 @@ def test_errors():
     x = tg.tensor([1.0, 2.0], requires_grad=True)
     tg.fill(tg.ones(3), (x * 2).sum()).sum().backward()  # the value gets the gradient
     assert x.grad.tolist() == [6.0, 6.0]
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda m: m.linalg.vector_norm(m.tensor([3, 4])), "linalg.vector_norm: Expected a floating point"),
+    (lambda m: m.norm(m.tensor([3, 4]), dtype=m.float32), "linalg.vector_norm: Expected a floating point"),
+    (lambda m: m.tensor([True]).norm(), "Got Bool"),
+    (lambda m: m.linalg.matrix_norm(m.tensor([[3, 4]])), "linalg.matrix_norm: Expected a floating point"),
+    (lambda m: m.argmax(m.tensor([True, False])), "argmax\\(\\): does not support bool input"),
+    (lambda m: m.tensor([True]).argmin(), "argmin\\(\\): does not support bool input"),
+])
+def test_norms_of_integers_and_argmax_of_bools_raise_as_torch(call, message):
+    with pytest.raises(RuntimeError, match=message):
+        call(tg)
+    if torch is not None:
+        with pytest.raises(RuntimeError, match=message):
+            call(torch)

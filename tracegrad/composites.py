@@ -151,10 +151,16 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     """The vector p-norm over ``dim`` (all elements by default): p = 2 or "fro", 1, inf, -inf,
     0 (the count of nonzeros) or any other number. At a zero vector the gradient is 0 (for p
     >= 1), as in PyTorch, rather than the 0/0 of the formula."""
-    x = input if input.dtype.is_floating_point else F.cast(input, F._dt.get_default_dtype())
-    if dtype is not None:
-        x = F.cast(x, F._dt.to_dtype(dtype))
+    check_norm_input("linalg.vector_norm", input)
+    x = F.cast(input, F._dt.to_dtype(dtype)) if dtype is not None else input
     return F.write_out(_norm(x, p, dim, keepdim), out)
+
+
+def check_norm_input(name, x):
+    """PyTorch's norms take floating tensors only (an integer or bool one is an error even with
+    a floating ``dtype=``)."""
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {x.dtype.torch_name}")
 
 
 def _norm(x, p, dim, keepdim):

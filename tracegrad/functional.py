@@ -423,12 +423,19 @@ def amin(x, dim=(), keepdim=False):
     return R.AMIN(x, dim=normalize_dims(dim if dim != () else None, x.ndim), keepdim=bool(keepdim))
 
 
+def _no_bool(name, x):
+    if x.dtype is _dt.bool_:
+        raise RuntimeError(f"{name}(): does not support bool input")
+
+
 def argmax(x, dim=None, keepdim=False):
+    _no_bool("argmax", x)
     return R.ARGMAX(x, dim=None if dim is None else wrap_dim(dim, x.ndim) if x.ndim else None,
                     keepdim=bool(keepdim))
 
 
 def argmin(x, dim=None, keepdim=False):
+    _no_bool("argmin", x)
     return R.ARGMIN(x, dim=None if dim is None else wrap_dim(dim, x.ndim) if x.ndim else None,
                     keepdim=bool(keepdim))
 

@@ -26,7 +26,7 @@ from collections import namedtuple
 from .dtypes import finfo
 from . import amp as _amp
 from . import functional as F
-from .composites import cross, norm as _vector_norm, tril as _tril
+from .composites import check_norm_input, cross, norm as _vector_norm, tril as _tril
 from .layout import select as _select
 from .linalg_complex import eig, eigvals  # noqa: F401  (NotImplementedError: complex results)
 from .linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: F401
@@ -537,6 +537,7 @@ def cholesky_inverse(L_factor, upper=False):
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """The ``ord``-norm of ``x`` as a vector (over ``dim``, all elements by default)."""
+    check_norm_input("linalg.vector_norm", x)
     x = F.cast(x, dtype) if dtype is not None else x
     return _vector_norm(x, ord, dim, keepdim)
 
@@ -551,6 +552,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     >>> tg.linalg.matrix_norm(A, 2), tg.linalg.matrix_norm(A, "nuc")
     (tensor(4.), tensor(7.))
     """
+    check_norm_input("linalg.matrix_norm", A)
     A = F.cast(A, dtype) if dtype is not None else A
     if ord == "fro":
         return _vector_norm(A, 2, list(dim), keepdim)
