@@ -64,6 +64,7 @@ PROGRAMS = {
                                    x.max(), x.argmax(1)),
     "compare_and_select": lambda m, x, y: (x < y, x == y, m.where(x > y, x, y), m.maximum(x, y),
                                            m.clamp(x, 2, 100)),
+    "clamp_bounds_wrap": lambda m, x, y: (m.clamp(x, -5, 100), m.clamp(x, None, -1)),
     "casts": lambda m, x, y: (x.float() * 0.5, x.to(m.int64) * 1000, (x.float() * 3.7).to(x.dtype),
                               x.to(m.uint8), x.to(m.int8), x.to(m.bool)),
     "mixed": lambda m, x, y: (x + y.to(m.uint8), x * y.to(m.int8), x + y.to(m.int32), x.to(m.uint8) - 300),
@@ -138,6 +139,16 @@ def test_sub_of_bools_raises_as_torch():
             fn()
     with pytest.raises(RuntimeError, match="with two bool tensors"):
         b - b
+
+
+def test_scalar_arguments_beyond_the_width_raise():
+    """As PyTorch's c10 overflows(): an int8 takes [-128, 127]; a uint8 [-255, 255], wrapping."""
+    for call in (lambda: tg.tensor([1], dtype=tg.int8).clamp(300),
+                 lambda: tg.where(tg.tensor([True]), tg.tensor([1], dtype=tg.int8), 500),
+                 lambda: tg.tensor([1], dtype=tg.uint8).clamp(None, -256)):
+        with pytest.raises(RuntimeError, match="value cannot be converted to type u?int8_t without overflow"):
+            call()
+    assert tg.where(tg.tensor([False]), tg.tensor([1], dtype=tg.uint8), -3).tolist() == [253]
 
 
 def test_copysign_result_dtype():

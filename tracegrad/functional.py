@@ -199,7 +199,11 @@ def where(condition, input=None, other=None):
         return nonzero(condition, as_tuple=True)
     cond = to_tensor(condition)
     if cond.dtype is not _dt.bool_:
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {cond.dtype.name.capitalize()}")
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{cond.dtype.torch_name}")
+    dtype = _dt.result_type(input, other)
+    if dtype.category == 1:  # (a Python int beyond an int8's range is an error, as PyTorch's)
+        input, other = (_int_scalar(v, dtype) if type(v) is int else v for v in (input, other))
     a, b = _promoted(input, other)
     return E.WHERE(cond, a, b)
 
@@ -214,7 +218,20 @@ def clamp(x, min=None, max=None):
         return out
     if x.dtype.category < 2 and (isinstance(min, float) or isinstance(max, float)):
         x = cast(x, _dt.get_default_dtype())
+    elif x.dtype.category == 1:
+        min, max = (None if b is None else _int_scalar(b, x.dtype) for b in (min, max))
     return E.CLAMP(x, min=min, max=max)
+
+
+def _int_scalar(value, dtype):
+    """A Python int converted to an integer dtype as PyTorch converts an op's scalar argument
+    (c10's ``overflows``): within the dtype's range, or for an unsigned dtype down to -max,
+    wrapping (-5 is 251 as a uint8); beyond, an error."""
+    info, value = np.iinfo(dtype.np), int(value)
+    low = -int(info.max) if info.min == 0 else int(info.min)
+    if not low <= value <= info.max:
+        raise RuntimeError(f"value cannot be converted to type {dtype.c_type} without overflow")
+    return np.asarray(value).astype(dtype.np).item()
 
 
 clip = clamp
