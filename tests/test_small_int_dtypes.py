@@ -149,6 +149,10 @@ def test_scalar_arguments_beyond_the_width_raise():
         with pytest.raises(RuntimeError, match="value cannot be converted to type u?int8_t without overflow"):
             call()
     assert tg.where(tg.tensor([False]), tg.tensor([1], dtype=tg.uint8), -3).tolist() == [253]
+    assert tg.tensor([-1, -255, 255], dtype=tg.uint8).tolist() == [255, 1, 255]  # tensor creation too
+    for values, dtype in (([300], tg.uint8), ([-256], tg.uint8), ([128], tg.int8)):
+        with pytest.raises(RuntimeError, match=f"value cannot be converted to type {dtype.name} without overflow"):
+            tg.tensor(values, dtype=dtype)
 
 
 def test_copysign_result_dtype():

@@ -73,7 +73,10 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
         dt = data.dtype
     else:
         dt = _dt.category_default(cat)
-    array = np.array(_flatten(data), dtype=dt.np).reshape(shape)
+    try:
+        array = np.array(_flatten(data), dtype=dt.np).reshape(shape)
+    except OverflowError:  # ints beyond a small dtype's range: PyTorch's rule
+        array = _dt.convert_ints(_flatten(data), dt, dt.name).reshape(shape)
     return _wrap(array, dt, requires_grad)
 
 

@@ -75,6 +75,19 @@ def widen_bfloat16(arrays):
     return [a.astype(np.float32) if getattr(a, "dtype", None) == _BF16_NP else a for a in arrays]
 
 
+def convert_ints(values, dtype, what):
+    """Python ints (an int or a list) converted to the integer ``dtype`` as PyTorch converts
+    them (c10's ``overflows``): within the dtype's range, or for an unsigned dtype down to -max,
+    wrapping (-1 is 255 as a uint8); beyond, a RuntimeError naming ``what`` (PyTorch's C++ type
+    name in an op's scalar argument, the dtype's name in tensor creation)."""
+    wide = np.asarray(values, dtype=np.int64)  # (beyond int64 NumPy raises OverflowError, as PyTorch does)
+    info = np.iinfo(dtype.np)
+    low = -int(info.max) if info.min == 0 else int(info.min)
+    if wide.size and (wide.min() < low or wide.max() > info.max):
+        raise RuntimeError(f"value cannot be converted to type {what} without overflow")
+    return wide.astype(dtype.np)
+
+
 def get_default_dtype():
     return _default_float
 

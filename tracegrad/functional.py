@@ -224,14 +224,8 @@ def clamp(x, min=None, max=None):
 
 
 def _int_scalar(value, dtype):
-    """A Python int converted to an integer dtype as PyTorch converts an op's scalar argument
-    (c10's ``overflows``): within the dtype's range, or for an unsigned dtype down to -max,
-    wrapping (-5 is 251 as a uint8); beyond, an error."""
-    info, value = np.iinfo(dtype.np), int(value)
-    low = -int(info.max) if info.min == 0 else int(info.min)
-    if not low <= value <= info.max:
-        raise RuntimeError(f"value cannot be converted to type {dtype.c_type} without overflow")
-    return np.asarray(value).astype(dtype.np).item()
+    """A Python int as an op's scalar argument of integer ``dtype`` (dtypes.convert_ints)."""
+    return _dt.convert_ints(int(value), dtype, dtype.c_type).item()
 
 
 clip = clamp
