@@ -88,6 +88,14 @@ def convert_ints(values, dtype, what):
     return wide.astype(dtype.np)
 
 
+def check_can_cast(result, into):
+    """PyTorch's rule for writing a ``result`` dtype into an existing tensor's (in-place ops,
+    ``out=``): not into a lower category (float into an integer tensor, integer into bool)."""
+    if result.category > into.category:
+        raise RuntimeError(f"result type {result.torch_name} can't be cast to the desired output type "
+                           f"{into.torch_name}")
+
+
 def get_default_dtype():
     return _default_float
 

@@ -403,8 +403,6 @@ def _tolerance(A, s_max, atol, rtol):
 
 
 def _default_rtol(A):
-    import numpy as np
-
     return float(finfo(A.dtype).eps) * max(A.shape[-2:])
 
 
@@ -537,9 +535,7 @@ def cholesky_inverse(L_factor, upper=False):
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """The ``ord``-norm of ``x`` as a vector (over ``dim``, all elements by default)."""
-    check_norm_input("linalg.vector_norm", x)
-    x = F.cast(x, dtype) if dtype is not None else x
-    return _vector_norm(x, ord, dim, keepdim)
+    return _vector_norm(x, ord, dim, keepdim, dtype=dtype)
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):

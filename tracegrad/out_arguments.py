@@ -23,6 +23,7 @@ import inspect
 import warnings
 
 from .autograd import grad_mode
+from .dtypes import check_can_cast
 from .tensor import Tensor
 
 # the functions of the torch namespace that take out= (from PyTorch 2.13's documentation, and
@@ -106,9 +107,7 @@ def write_results(result, out, name):
 
 
 def write_one(result, out, name):
-    if result.dtype is not out.dtype and result.dtype.category > out.dtype.category:
-        raise RuntimeError(f"result type {result.dtype.torch_name} can't be cast to the desired output "
-                           f"type {out.dtype.torch_name}")
+    check_can_cast(result.dtype, out.dtype)
     if tuple(out.shape) != tuple(result.shape):
         if out.numel() > 0:
             warnings.warn(f"{name}(): an output with one or more elements was resized since it had shape "

@@ -221,9 +221,13 @@ def promote_types(type1, type2):
 
 
 def can_cast(from_, to):
-    """Whether PyTorch's casting rules allow ``from_`` into ``to`` in ops with ``out=``: not to a
-    lower category (float to integer, integer to bool)."""
-    return _dt.to_dtype(from_).category <= _dt.to_dtype(to).category
+    """Whether PyTorch's casting rules allow ``from_`` into ``to`` in ops with ``out=``
+    (dtypes.check_can_cast)."""
+    try:
+        _dt.check_can_cast(_dt.to_dtype(from_), _dt.to_dtype(to))
+    except RuntimeError:
+        return False
+    return True
 
 
 def typename(obj):

@@ -57,11 +57,7 @@ def _cast_result(t, result):
             f"output with shape {list(t.shape)} doesn't match the broadcast shape {list(result.shape)}"
         )
     if result.dtype is not t.dtype:
-        if result.dtype.category > t.dtype.category:
-            raise RuntimeError(
-                f"result type {result.dtype.torch_name} can't be cast to the desired output type "
-                f"{t.dtype.torch_name}"
-            )
+        _dt.check_can_cast(result.dtype, t.dtype)
         result = result.to(t.dtype)
     return result
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import bfloat16, widen_bfloat16
+from ..dtypes import widen_bfloat16
 
 
 def run_graph(graph, inputs):
@@ -30,10 +30,7 @@ def run_graph(graph, inputs):
         return env[id(v)]
 
     for n in graph.nodes:
-        arrays = [get(v) for v in n.inputs]
-        if n.out.dtype is bfloat16 or (n.inputs and n.inputs[0].dtype is bfloat16):
-            arrays = widen_bfloat16(arrays)
-        out = n.op.impl(*arrays, **n.attrs)
+        out = n.op.impl(*widen_bfloat16([get(v) for v in n.inputs]), **n.attrs)
         if not isinstance(out, np.ndarray) or out.dtype != n.out.dtype.np:
             out = np.asarray(out, dtype=n.out.dtype.np)
         env[id(n.out)] = out

@@ -31,6 +31,7 @@ from .. import dtypes as _dt
 from ..autograd import grad_mode
 
 REGISTRY: dict[str, "OpDef"] = {}
+_BF16 = _dt.bfloat16  # (ops on it run their NumPy kernels on float32: dtypes.widen_bfloat16)
 
 
 class OpDef:
@@ -99,7 +100,7 @@ def _dispatch(op: OpDef, *inputs, **attrs):
         value = tracer.record(op, inputs, attrs, shape, dtype)
     else:
         arrays = [t._value for t in inputs]
-        if dtype is _BF16 or (inputs and inputs[0]._dtype is _BF16):  # (computed in float32)
+        if dtype is _BF16 or (inputs and inputs[0]._dtype is _BF16):  # (one test per op otherwise)
             arrays = _dt.widen_bfloat16(arrays)
         value = op.impl(*arrays, **attrs)
         if value.__class__ is not np.ndarray:
@@ -123,7 +124,6 @@ def _dispatch(op: OpDef, *inputs, **attrs):
 # Bound at the end of package import (tracegrad/__init__.py calls _bind) to avoid import
 # cycles without paying for an import statement on every dispatch.
 _trace = _Tensor = _OpNode = _forward_ad = None
-_BF16 = _dt.bfloat16
 _profiler = None  # the profiler module while a profile is active (set by it)
 
 

@@ -685,8 +685,8 @@ def lower(graph, options=None):
     the caller may point at the user's storage, that input's own array when an index is
     given. The plan is then correct both ways: lowered again with the positions that have a
     read-after-write hazard deferred until no new one appears (at worst every one of them:
-    then every write into a user's buffer comes after every kernel). float16 is computed in
-    float32 (half.py)."""
+    then every write into a user's buffer comes after every kernel). float16 and bfloat16 are
+    computed in float32 (half.py)."""
     options = options or {}
     graph = compute_half_in_float(graph)
     n_out = len(graph.outputs)
