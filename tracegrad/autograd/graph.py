@@ -14,6 +14,7 @@ import types
 import weakref
 
 from . import anomaly, forward_ad, grad_mode, saved_hooks  # (none imports this module: no cycle)
+from ..ir.pystate import bump
 
 _handle_ids = itertools.count()
 
@@ -29,6 +30,7 @@ class RemovableHandle:
         hooks = self._hooks()
         if hooks is not None:
             hooks.pop(self.id, None)
+            bump()  # compiled programs that ran a module's hooks recheck them (ir/pystate.py)
 
     # a copy (deepcopy, pickle) refers to the copy of its dict, not to the original's: a module
     # copied with a handle it keeps (a lazy module's) then removes its own hook

@@ -15,6 +15,7 @@ import operator
 from collections import OrderedDict
 
 from .module import Module, _addindent
+from ..ir.pystate import bump
 
 
 def _index(idx, n):
@@ -60,6 +61,7 @@ class Sequential(Module):
     def __delitem__(self, idx):
         keys = list(self._modules)
         for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys))]]):
+            bump()  # (compiled programs that read this container recheck it)
             del self._modules[key]
         # keep the numbering contiguous, as PyTorch does
         self._modules = OrderedDict((str(i), m) for i, m in enumerate(self._modules.values()))
@@ -161,6 +163,7 @@ class ModuleDict(Module):
         self.add_module(key, module)
 
     def __delitem__(self, key):
+        bump()  # (compiled programs that read this container recheck it)
         del self._modules[key]
 
     def __len__(self):
@@ -187,10 +190,12 @@ class ModuleDict(Module):
 
     def pop(self, key):
         module = self._modules[key]
+        bump()  # (compiled programs that read this container recheck it)
         del self._modules[key]
         return module
 
     def clear(self):
+        bump()  # (compiled programs that read this container recheck it)
         self._modules.clear()
 
 
@@ -280,6 +285,7 @@ class ParameterDict(Module):
         return self._parameters.get(key, default)
 
     def pop(self, key):
+        bump()  # (compiled programs that read this container recheck it)
         return self._parameters.pop(key)
 
     def clear(self):

@@ -23,12 +23,15 @@ Net(
 """
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict, namedtuple
 
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
 from ..autograd.graph import RemovableHandle
+from ..ir.pystate import _trusted_file, bump
+from ..ir.trace import current_tracer, graph_break
 from ..tensor import Tensor
 from .parameter import Parameter, is_lazy
 
@@ -55,6 +58,22 @@ def _addindent(text, spaces):
 def _typename(v):
     return "tracegrad.nn.Parameter" if isinstance(v, Parameter) else (
         "tracegrad.Tensor" if isinstance(v, Tensor) else type(v).__name__)
+
+
+_UNSET = object()
+
+
+def _state_changed(module, name):
+    """A module attribute changes: compiled programs that read modules compare them again
+    (ir/pystate.py). While a function is traced, the assignment is also noted: a program would
+    not repeat it (capture turns it into a graph break)."""
+    bump()
+    # the user's own assignments while tracing break the graph before they happen (so that the
+    # eager run that follows assigns once); tracegrad's, such as a lazy module's one-time set-up,
+    # are part of what the trace does once
+    if current_tracer() is not None and not _trusted_file(sys._getframe(2).f_code.co_filename):
+        graph_break(f"the function assigns {type(module).__name__}.{name}, a module attribute; a "
+                    "compiled program would not repeat the assignment")
 
 
 class Module:
@@ -96,12 +115,14 @@ class Module:
 
     def register_forward_pre_hook(self, hook):
         """``hook(module, args)`` runs before ``forward``; it may return replacement args."""
+        bump()  # (the hook changes what a compiled call must do)
         handle = RemovableHandle(self._forward_pre_hooks)
         self._forward_pre_hooks[handle.id] = hook
         return handle
 
     def register_forward_hook(self, hook):
         """``hook(module, args, output)`` runs after ``forward``; it may return a new output."""
+        bump()
         handle = RemovableHandle(self._forward_hooks)
         self._forward_hooks[handle.id] = hook
         return handle
@@ -135,6 +156,7 @@ class Module:
 
     def register_parameter(self, name, param):
         """Add ``param`` (a Parameter, or None for an absent optional weight) as ``name``."""
+        bump()
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         self._check_new_name(name, "parameter", self._parameters)
@@ -150,6 +172,7 @@ class Module:
 
     def register_buffer(self, name, tensor, persistent=True):
         """Add a non-learnable tensor (saved in ``state_dict`` unless ``persistent=False``)."""
+        bump()
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         self._check_new_name(name, "buffer", self._buffers)
@@ -163,6 +186,7 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name, module):
+        bump()
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{_typename(module)} is not a Module subclass")
         if not isinstance(name, str):
@@ -179,16 +203,18 @@ class Module:
 
     def __setattr__(self, name, value):
         d = self.__dict__
+        if d.get(name, _UNSET) is not value:  # compiled programs that read modules recheck them
+            _state_changed(self, name)
         params, modules, buffers = d.get("_parameters"), d.get("_modules"), d.get("_buffers")
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._remove_everywhere(name)
+            self._remove_everywhere(name, keep=params)
             self.register_parameter(name, value)
         elif getattr(value, "_is_buffer", False) and isinstance(value, Tensor):  # an nn.Buffer
             if buffers is None:
                 raise AttributeError("cannot assign buffer before Module.__init__() call")
-            self._remove_everywhere(name)
+            self._remove_everywhere(name, keep=buffers)
             self.register_buffer(name, value, persistent=value.persistent)
         elif params is not None and name in params:
             if value is not None:
@@ -198,7 +224,7 @@ class Module:
         elif isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._remove_everywhere(name)
+            self._remove_everywhere(name, keep=modules)
             modules[name] = value
         elif modules is not None and name in modules:
             if value is not None:
@@ -213,10 +239,14 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _remove_everywhere(self, name):
+    def _remove_everywhere(self, name, keep=None):
+        """Forget ``name`` before it is assigned again; the table ``keep`` (where it goes now)
+        keeps its entry, so that a replaced submodule or parameter keeps its place in the
+        order, as in PyTorch (``seq[1] = m`` stays the second layer)."""
         self.__dict__.pop(name, None)
         for table in (self._parameters, self._buffers, self._modules):
-            table.pop(name, None)
+            if table is not keep:
+                table.pop(name, None)
         self._non_persistent_buffers_set.discard(name)
 
     def __getattr__(self, name):
@@ -228,6 +258,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name):
+        _state_changed(self, name)
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:

@@ -7,8 +7,9 @@ skipped):
   uniform constant, an ``expand``/``reshape``/``permute``/``copy`` of one) becomes a literal:
   ``mul (expand 0.1 shape=(5,2)) %7`` -> ``mul 0.1:f32 %7``;
 - identities: ``x+0``, ``0+x``, ``x-0``, ``x*1``, ``1*x``, ``x/1``, ``x**1`` -> ``x`` (or
-  ``expand x`` when the 0 or 1 only broadcast ``x`` to a larger shape);
-  ``0-x``, ``x*-1`` -> ``neg x``; ``x**2`` -> ``mul x x``; ``neg (neg x)`` -> ``x``;
+  ``expand x`` when the 0 or 1 only broadcast ``x`` to a larger shape); for floats the zero
+  added must be -0.0, since -0.0 + 0.0 is +0.0;
+  ``0-x`` (integers; ``-0.0-x`` for floats), ``x*-1`` -> ``neg x``; ``x**2`` -> ``mul x x``; ``neg (neg x)`` -> ``x``;
 - ``where`` with a literal condition, or with equal branches, -> the chosen branch;
 - movement: reshape/expand to the same shape, identity permute, cast to the same dtype,
   ``copy`` (values are immutable in the IR), sum over no dims -> the operand;
@@ -17,7 +18,7 @@ skipped):
   ``reshape (sum x keepdim=True)`` dropping exactly the kept dims -> ``sum x keepdim=False``.
 
 >>> import tracegrad as tg
->>> g = tg.compile(lambda x: (x * 1.0 + 0.0).reshape(6).reshape(2, 3),
+>>> g = tg.compile(lambda x: (x * 1.0 - 0.0).reshape(6).reshape(2, 3),
 ...                backend="interpreter").inspect(tg.ones(2, 3)).graph
 >>> print(g)
 <lambda>(%0:f32[2,3] arg x):
@@ -146,14 +147,24 @@ def _first_identity(n, pairs):
     return None
 
 
+def _additive_identity(n, v):
+    """``v`` is a zero that ``x + v`` may drop: for floats only -0.0, since -0.0 + 0.0 is +0.0
+    (IEEE 754), so ``x + 0.0`` is not ``x`` where x is -0.0."""
+    if not n.out.dtype.is_floating_point:
+        return True
+    s = scalar_of(v)
+    return s is not None and bool(np.all(np.signbit(s)))
+
+
 def _add(graph, n, uses):
     a, b = n.inputs
-    return _first_identity(n, [(a, b, 0), (b, a, 0)])
+    return _first_identity(n, [(x, o, 0) for x, o in ((a, b), (b, a)) if _additive_identity(n, o)])
 
 
 def _sub(graph, n, uses):
     a, b = n.inputs
-    if _is(a, 0) and n.out.dtype.category > 0:
+    # 0 - b is -b except for floats where b is +0.0 (0.0 - 0.0 is +0.0): only -0.0 - b is -b
+    if _is(a, 0) and n.out.dtype.category > 0 and _additive_identity(n, a):
         return _mutate(n, "neg", [b], {})
     return _first_identity(n, [(a, b, 0)])
 
