@@ -31,6 +31,7 @@ import re
 import numpy as np
 
 from . import pytree
+from .backends.c.text import check_export_name, comment_text
 
 # the C ABI's dtype codes (export_header.h.j2's enum): append, never renumber
 _ENUM = {"f32": ("TG_FLOAT32", "float32"), "f64": ("TG_FLOAT64", "float64"),
@@ -61,7 +62,8 @@ class TensorSpec:
         self.nbytes = self.numel * dtype.itemsize
         self.shape_c = ", ".join(map(str, self.shape))
         self.type_str = f"{self.dtype_name}[{self.shape_c}]"
-        self.name_c = name.replace("\\", "\\\\").replace('"', '\\"')
+        # the name as C text shows it (comments, string literals): backends/c/text.py
+        self.name_c = comment_text(name)
         self.macro = None  # set by ExportedProgram (unique C macro prefix)
         self.source = None  # () -> the current array of the user tensor behind it
         # dynamic=True: per dim (a, c) of a*B + c (None: static); sym_shape writes them as
@@ -129,12 +131,11 @@ def export(fn, *example_args, backend="c", name=None, dynamic=False, split=False
     if backend != "c":
         raise ValueError(f"tg.export: backend must be 'c', got {backend!r}")
     name = name or getattr(fn, "__name__", None) or "exported"
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name.startswith("tg_"):
-        raise ValueError(f"tg.export: name {name!r} is not a usable C identifier (letters, digits, _; "
-                         "not starting with tg_); pass name=...")
+    check_export_name(name)  # it becomes C identifiers and file names (backends/c/text.py)
     if name.lower() in _SYSTEM_HEADERS:
         raise ValueError(f"tg.export: name {name!r} would write {name}.h, which hides the C library's "
-                         f"<{name.lower()}.h> from programs compiled with -I <library directory>; pass name=...")
+                         f"<{name.lower()}.h> from programs compiled with -I <library directory>: expected another "
+                         "name; pass name=...")
     if dynamic:  # the leading size of the batch arguments is a runtime value (export_dynamic.py)
         from .export_dynamic import export_dynamic
 
@@ -320,7 +321,7 @@ class ExportedProgram:
         for group, specs in (("in", self.inputs), ("out", self.outputs)):
             for t in specs:
                 c = t.dtype.c_type
-                lines.append(f"  /* {group}put {t.index}: {t.name} {t.type_str} */")
+                lines.append(f"  /* {group}put {t.index}: {t.name_c} {t.type_str} */")
                 lines.append(f"  const int64_t {group}{t.index}_shape[] = {t.shape_ref};")
                 lines.append(f"  {c} *{group}{t.index} = ({c} *)calloc({t.numel_ref} + 1, sizeof({c}));")
                 if group == "in" and t.dtype.is_floating_point:
@@ -380,11 +381,11 @@ def render_library(name, entries, example, kind=""):
                 dims, value = filled[k]
                 consts.append({"ctype": c.dtype.c_type, "filled": True, "itemsize": c.dtype.itemsize,
                                "fill": _c_values(np.asarray(value), c.dtype),
-                               "numel": " * ".join(f"(int64_t){_dim_c(a, cc, 'B')}" for a, cc in dims) or "1"})
+                               "dims": [(int(a), int(cc)) for a, cc in dims]})  # (checked products)
             else:
                 consts.append({"ctype": c.dtype.c_type, "filled": False, "init": _c_values(c.data, c.dtype),
                                "count": max(int(np.prod(c.shape, dtype=np.int64)), 1)})
-        ctx = dict(name=e.name, header=name, graph_name=e.graph.name, inputs=e.inputs,
+        ctx = dict(name=e.name, header=name, graph_name=comment_text(e.graph.name), inputs=e.inputs,
                    outputs=e.outputs, workspace=e.workspace, kernel=e.kernel, consts=consts,
                    n_slots=max(len(e.inputs) + len(consts) + len(e.outputs), 1),
                    dynamic=e.dynamic, batch_input=getattr(e, "batch_input", None),
@@ -392,7 +393,7 @@ def render_library(name, entries, example, kind=""):
         files[f"{e.name}.c"] = env.get_template("export_wrapper.c.j2").render(ctx)
         sources.append(e.name)
     ctx = dict(name=name, NAME=name.upper(), entries=entries, sources=sources, kind=kind,
-               graph_name=entries[0].graph.name)
+               graph_name=comment_text(entries[0].graph.name))
     return {f"{name}.h": env.get_template("export_header.h.j2").render(ctx), **files,
             "Makefile": env.get_template("export_Makefile.j2").render(ctx),
             "CMakeLists.txt": env.get_template("export_CMakeLists.txt.j2").render(ctx),
@@ -427,6 +428,9 @@ def _split_parts(fn, args, kwargs, name, keep_trace_text=False):
     if c.forward is None:
         raise CompileError(f"tg.export(split=True): no output of {name} requires grad through an "
                            "input (nothing to differentiate); export it without split=True")
+    for error, message, _ in getattr(cap, "backward_errors", ()):
+        # (a backward rule refused a gradient: C has no .backward() to raise it at, so now)
+        raise CompileError(f"tg.export(split=True): the backward of {name} cannot be built: {error}: {message}")
     positions = c.positions
     diff_outs = [k for k, _ in cap.diff_outputs]
     fwd, bwd = c.forward, c.backward
@@ -494,7 +498,7 @@ class SplitExportedProgram:
             + [("bi", t) for t in b.inputs[len(f.outputs) - n_res:]] + [("bo", t) for t in b.outputs]
         for tag, t in bufs:
             c = t.dtype.c_type
-            lines.append(f"  /* {t.name} {t.type_str} */")
+            lines.append(f"  /* {t.name_c} {t.type_str} */")
             lines.append(f"  const int64_t {tag}{t.index}_shape[] = {t.shape_ref};")
             lines.append(f"  {c} *{tag}{t.index} = ({c} *)calloc({t.numel_ref} + 1, sizeof({c}));")
             if (tag == "fi" and t.dtype.is_floating_point) or tag == "bi":

@@ -27,6 +27,7 @@ import copy
 import hashlib
 import importlib.resources
 import os
+import re
 import sys
 import threading
 import warnings
@@ -60,7 +61,7 @@ def _templates_dir():
 
 
 _SOURCES = ("__init__.py", "lower.py", "kernels.py", "factor_kernels.py", "views.py", "memory.py",
-            "batch_split.py", "half.py")
+            "batch_split.py", "half.py", "text.py")
 
 
 def _codegen_fingerprint():
@@ -147,14 +148,20 @@ def render(plan, name="graph", export=None, dynamic=False):
     the loader-only ``tg_set_blas`` and its mutable globals (BLAS then comes from -DTG_BLAS).
     ``dynamic`` renders ``tg_run_dyn(args, ws, tg_B)`` for backends/c/symbolic.py, which
     rewrites the batch-dependent literals into expressions of ``tg_B``."""
+    if export and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", export):  # (tg.export checked it fully)
+        raise ValueError(f"render: export must be a C identifier, got {export!r}")
     return render_template("program.c.j2", buffers=plan.buffers, kernels=plan.kernels, name=name,
                            export=export or "", dynamic=dynamic,
                            vector_math=not export and plan.fast_math)
 
 
 def render_template(template, **context):
-    """Render one of codegen_templates/ with the settings every program shares."""
+    """Render one of codegen_templates/ with the settings every program shares. ``name`` (the
+    graph's: a user's function or class name) is shown in a comment only, through
+    ``text.comment_text``: it can neither end the comment nor add a line (docs/security.md)."""
     import jinja2
+
+    from .text import comment_text
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_templates_dir())),
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
@@ -162,6 +169,8 @@ def render_template(template, **context):
     context = dict(dict(codegen_version=CODEGEN_VERSION, export="", dynamic=False,
                         mvec_functions=MVEC_FUNCTIONS, mvec_binary=MVEC_BINARY,
                         blas_serial_work=BLAS_SERIAL_WORK), **context)
+    if "name" in context:
+        context["name"] = comment_text(context["name"])
     return env.get_template(template).render(**context)
 
 
@@ -236,7 +245,6 @@ def resolve_split(graph, options):
 def build(graph, options=None):
     """Build ``graph`` into a C executable (raises Unsupported for ops without a lowering;
     without a working compiler: warns once and returns the interpreter's executable)."""
-    global _warned_no_compiler
     from . import toolchain
     from .lower import lower
     from .batch_split import lower_split
@@ -249,13 +257,7 @@ def build(graph, options=None):
         cc_version, flag_list = toolchain.toolchain(openmp=options["openmp"],
                                                     native=options.get("native", True))
     except NoCompiler as e:
-        if not _warned_no_compiler:
-            warnings.warn(f"tracegrad: {e}; backend='c' runs programs with the interpreter instead.",
-                          RuntimeWarning, stacklevel=3)
-            _warned_no_compiler = True
-        from .. import interpreter
-
-        return interpreter.build(graph, options)
+        return _without_compiler(e, graph, options)
     state = {}
 
     def lowered():
@@ -277,18 +279,33 @@ def build(graph, options=None):
         return so, meta
 
     key = cache_key(graph, options, flag_list, cc_version)
-    if options.get("cache", True):
-        from ...cache import get_or_build
+    try:
+        if options.get("cache", True):
+            from ...cache import get_or_build
 
-        # on a miss, lowering runs first: it raises Unsupported before anything is locked
-        so_path, meta, hit = get_or_build(key, do_build, on_miss=lowered)
-    else:
-        import tempfile
+            # on a miss, lowering runs first: it raises Unsupported before anything is locked
+            so_path, meta, hit = get_or_build(key, do_build, on_miss=lowered)
+        else:
+            import tempfile
 
-        tmp = tempfile.mkdtemp(prefix="tracegrad-nocache-")
-        so_path, meta = do_build(tmp)
-        hit = False
+            tmp = tempfile.mkdtemp(prefix="tracegrad-nocache-")
+            so_path, meta = do_build(tmp)
+            hit = False
+    except NoCompiler as e:  # the compiler passed its probes but then built nothing
+        return _without_compiler(e, graph, options)
     return CExecutable(graph, str(so_path), meta, options, cache_hit=hit)
+
+
+def _without_compiler(error, graph, options):
+    """The interpreter's executable, after one warning per process naming ``error``."""
+    global _warned_no_compiler
+    if not _warned_no_compiler:
+        warnings.warn(f"tracegrad: {error}; backend='c' runs programs with the interpreter instead.",
+                      RuntimeWarning, stacklevel=4)
+        _warned_no_compiler = True
+    from .. import interpreter
+
+    return interpreter.build(graph, options)
 
 
 class CExecutable:

@@ -302,13 +302,16 @@ def build(graphs, options=None):
     def do_build(tmpdir):
         return toolchain.compile_shared(sp.source, str(tmpdir), flag_list), meta
 
-    if options.get("cache", True):
-        so_path, meta, hit = get_or_build(key, do_build)
-    else:
-        import tempfile
+    try:
+        if options.get("cache", True):
+            so_path, meta, hit = get_or_build(key, do_build)
+        else:
+            import tempfile
 
-        so_path, meta = do_build(tempfile.mkdtemp(prefix="tracegrad-nocache-"))
-        hit = False
+            so_path, meta = do_build(tempfile.mkdtemp(prefix="tracegrad-nocache-"))
+            hit = False
+    except toolchain.NoCompiler as e:  # passed its probes, then built nothing (CC=/bin/true)
+        raise NotSymbolic(str(e)) from None
     return DynamicCExecutable(graphs[0], str(so_path), meta, options, hit, sp)
 
 

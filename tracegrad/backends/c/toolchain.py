@@ -101,7 +101,8 @@ def _probe(cc, flags, source=_PROBE, libraries=()):
                                capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.SubprocessError):
             return False
-        return r.returncode == 0
+        # (and a library written: a "compiler" such as CC=/bin/true exits 0 writing nothing)
+        return r.returncode == 0 and os.path.isfile(os.path.join(d, "probe.so"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -109,8 +110,6 @@ def toolchain(openmp=True, native=True):
     """(compiler version, flags) for these options. Probing the compiler costs a few
     subprocesses, so the answer is remembered in the cache directory, keyed by the compiler's
     path and modification time (a warm start runs no subprocess at all)."""
-    import json
-
     from ... import cache
 
     cc = compiler()
@@ -122,21 +121,30 @@ def toolchain(openmp=True, native=True):
     libc = os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION" in os.confstr_names else ""
     ident = (f"{real}|{st.st_mtime_ns}|{st.st_size}|{int(openmp)}{int(native)}|{BASE_FLAGS}|{libc}|"
              f"{MVEC_FUNCTIONS}")
-    memo = cache.cache_dir() / f"toolchain-{cache.make_key(ident)[:16]}.json"
+    directory = cache.cache_dir()
+    name = f"toolchain-{cache.make_key(ident)[:16]}.json"
     try:
-        with open(memo) as f:
-            got = json.load(f)
-        if got.get("ident") == ident:
+        # the flags reach the compiler's command line: a memo is used only when its checksum
+        # holds and every flag is one this module can produce (cache.read_json checks the file)
+        got = cache.read_json(directory / name)
+        if got.get("ident") == ident and isinstance(got.get("version"), str) \
+                and isinstance(got.get("flags"), list) and set(got["flags"]) <= _known_flags():
             return got["version"], tuple(got["flags"])
     except (OSError, ValueError):
         pass
     version = compiler_version(cc)
     flag_list = _flags(openmp, native)
-    tmp = memo.with_suffix(f".tmp{os.getpid()}")
-    with open(tmp, "w") as f:
-        json.dump({"ident": ident, "version": version, "flags": list(flag_list)}, f)
-    os.replace(tmp, memo)
+    try:  # (a unique temporary file: threads of one process probe at once)
+        cache.write_json(directory, name, {"ident": ident, "version": version, "flags": list(flag_list)})
+    except OSError:
+        pass  # an unwritable or full directory: the memo is only a shortcut (cache.py warns on builds)
     return version, flag_list
+
+
+def _known_flags():
+    """Every flag ``_flags`` can choose."""
+    return set(BASE_FLAGS + NATIVE_FLAGS + OPENMP_FLAGS + [MVEC_FLAG]
+               + [f"-DTG_MVEC_{f}" for f in MVEC_FUNCTIONS])
 
 
 def _flags(openmp=True, native=True):
@@ -200,6 +208,9 @@ def compile_shared(source, workdir, flag_list):
     if r.returncode != 0:
         raise CompileFailed(f"{cc} failed on generated code (a tracegrad bug; please report it):\n"
                             f"{r.stderr[-4000:]}")
+    if not os.path.isfile(out):
+        raise NoCompiler(f"C compiler {cc!r} exited with status 0 but wrote no shared object "
+                         f"(expected {out})")
     return out
 
 
