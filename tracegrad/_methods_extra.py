@@ -26,6 +26,7 @@ from .creation import ones_like
 from .dtypes import bfloat16, bool_
 from .einsum import kron
 from .ir import trace
+from .ops.index import check_index
 from .tensor import Tensor
 from .views import assign
 
@@ -127,7 +128,7 @@ def _put_(self, index, source, accumulate=False):
                            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     n = self.numel()
     flat = F.reshape(self, (n,))
-    idx = index.reshape(-1)
+    idx = check_index(index.reshape(-1), n, 0, "take", negative=True)  # (PyTorch's message, as take)
     idx = F.where(idx < 0, idx + n, idx)
     updated = flat.index_put((idx,), source.reshape(-1).to(self.dtype), accumulate)
     return assign(self, F.reshape(updated, tuple(self.shape)))
@@ -143,6 +144,7 @@ def _index_reduce(self, dim, index, source, reduce, *, include_self=True):
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     d = dim % max(self.ndim, 1)
+    index = check_index(index, self.shape[d] if self.ndim else 1, d, "select")  # (PyTorch's message)
     shape = [1] * source.ndim
     shape[d] = -1
     spread = index.reshape(shape).expand(*source.shape)

@@ -181,7 +181,27 @@ class DynamicProgram:
             self._specs[key] = spec
         self._last = spec
         self.calls += 1
-        return spec.run(flat_args)
+        if not getattr(spec, "runtime_batch", False):
+            return spec.run(flat_args)
+        from .backends.c.symbolic import CompiledCallFailed
+
+        try:
+            return spec.run(flat_args)
+        except CompiledCallFailed:
+            self._raise_failure(flat_args)
+            raise
+
+    def _raise_failure(self, flat_args):
+        """Raise the error of a failed call of the runtime-batch program (an index out of
+        bounds...): its C only says that it failed, so the interpreter runs a capture at this
+        batch size on the same inputs, which raises eager's exception. Nothing was written."""
+        from . import pytree
+        from .backends.interpreter import run_graph
+        from .ir.capture import bind_inputs
+
+        args, kwargs = pytree.unflatten(self._spec, list(flat_args))
+        c = self._graphs(args, kwargs)
+        run_graph(c.forward if c.forward is not None else c.graph, bind_inputs(c.cap.bindings, flat_args))
 
     def __str__(self):
         return str(self._last)
@@ -286,14 +306,18 @@ def _with_batch(flat_args, pattern, batch):
     from . import creation
 
     out = list(flat_args)
+    made = {}  # the same tensor passed twice stays one tensor (the trace shares it: aliasing.py)
     for i, p in enumerate(pattern):
         if p == "B":
             x = flat_args[i]
+            if id(x) in made:
+                out[i] = made[id(x)]
+                continue
             shape = (batch,) + tuple(x._value.shape[1:])
             t = creation.zeros(shape, dtype=x.dtype)
             if x.grad is not None:
                 t.grad = creation.zeros(shape, dtype=x.grad.dtype)
-            out[i] = t.requires_grad_(x.requires_grad)
+            out[i] = made[id(x)] = t.requires_grad_(x.requires_grad)
     return out
 
 

@@ -243,9 +243,9 @@ def _broadcast_indices(adv):
 
 
 def _check_adv_bounds(y, adv):
-    for d, t in adv:
-        if not t._is_traced:
-            I._check_bounds(t._value, y.shape[d], d)
+    """``adv`` with each index checked against its dim (negatives count from the end): several
+    index tensors are merged into one linear index, where a bad one could land on another row."""
+    return [(d, I.check_index(t, y.shape[d], d, negative=True)) for d, t in adv]
 
 
 def _flatten_advanced(y, adv):
@@ -287,7 +287,7 @@ def advanced_getitem(x, index):
     """``x[index]`` where ``index`` holds integer tensors/lists/ndarrays or boolean masks."""
     y, adv = _split_index(x, index)
     bshape = _broadcast_indices(adv)
-    _check_adv_bounds(y, adv)
+    adv = _check_adv_bounds(y, adv)
     if len(adv) == 1:
         d, t = adv[0]
         return I.INDEX(y, t, dim=d)
@@ -301,7 +301,7 @@ def advanced_setitem(x, index, value):
 
     y, adv = _split_index(x, index)
     bshape = _broadcast_indices(adv)
-    _check_adv_bounds(y, adv)
+    adv = _check_adv_bounds(y, adv)
     value = F.to_tensor(value, x.dtype) if not isinstance(value, Tensor) else F.cast(value, x.dtype)
     first, adjacent = adv[0][0], _adjacent(adv)
     if len(adv) == 1:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from . import dtypes as _dt
 from . import functional as F
 from .creation import tensor, zeros
+from .ops.index import check_index
 from .ops.shapes import wrap_dim
 from .tensor import Size, Tensor
 
@@ -131,6 +132,7 @@ def take(input, index):
     if not isinstance(index, Tensor):
         index = tensor(index, dtype=_dt.int64)
     flat = F.reshape(input, (-1,))
+    index = check_index(index, flat.shape[0], 0, "take", negative=True)
     wrapped = F.where(F.lt(index, 0), F.add(index, flat.shape[0]), index)  # (negative: from the end)
     picked = F.index_select(flat, 0, F.reshape(wrapped, (-1,)))
     return F.reshape(picked, tuple(index.shape))

@@ -413,6 +413,7 @@ class CompiledBackward(Node):
             if check is not None and check[0]._version != check[1]:
                 t = check[0]
                 raise RuntimeError(_modified_message(t, None, 0, check[1]))
+        self._raise_deferred()
         grads = [np.zeros(s, d.np) if g is None else np.ascontiguousarray(g._value, dtype=d.np)
                  for g, (s, d) in zip(grad_outputs, self.out_meta)]
         exe = self.program.backward_executable
@@ -421,6 +422,20 @@ class CompiledBackward(Node):
         if not getattr(exe, "fresh_results", False):  # the interpreter's may alias the inputs
             results = [np.array(r, copy=True) for r in results]
         return [Tensor._make(r, _dt.from_numpy_dtype(r.dtype)) for r in results]
+
+    def _raise_deferred(self):
+        """The error a backward rule raised while this backward was derived (ir/autodiff.py
+        ``_deferred_errors``), where this backward needs a gradient that depends on it: as
+        eager mode raises it at .backward(), and not for a gradient nobody asked for."""
+        from .autograd import engine
+        from .ops.deferred import raise_recorded
+
+        for error, message, grads in getattr(self.program.capture, "backward_errors", ()):
+            for j in grads:
+                nxt = self._next_functions[j][0]
+                if nxt is not None and (engine.current_graph_task_id() < 0
+                                        or engine.will_engine_execute_node(nxt)):
+                    raise_recorded(error, message)
 
     def release(self):
         super().release()

@@ -90,6 +90,7 @@ def _along(input, dim, index, what):
 def index_copy(input, dim, index, source):
     """``input`` with the slices ``index`` names along ``dim`` replaced by ``source``'s."""
     index, d = _along(input, dim, index, "index_copy")
+    index = I.check_index(index, input.shape[d] if input.ndim else 1, d, "index_copy")  # (no negative)
     if input.ndim == 0:
         return F.reshape(I.INDEX_PUT(F.reshape(input, (1,)), index, F.reshape(source, (1,)), dim=0), ())
     return I.INDEX_PUT(input, index, source, dim=d)
@@ -120,7 +121,9 @@ def index_put(input, indices, values, accumulate=False):
         indices = tuple(t for i in indices for t in (i.nonzero(as_tuple=True) if i.dtype is _dt.bool_ else (i,)))
     k = len(indices)
     lead, rest = tuple(input.shape[:k]), tuple(input.shape[k:])
-    idx = LY.broadcast_tensors(*[I._as_index(i, "index_put") for i in indices])
+    # (checked before the flat position wraps them: negatives count from the end, as x[idx])
+    idx = LY.broadcast_tensors(*[I.check_index(I._as_index(i, "index_put"), size, d, negative=True)
+                                 for d, (i, size) in enumerate(zip(indices, lead))])
     flat = idx[0] * 0
     for i, size in zip(idx, lead):  # (row-major position among the indexed dims; negatives wrap)
         flat = flat * size + F.remainder(i, size)

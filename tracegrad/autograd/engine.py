@@ -164,12 +164,44 @@ def _pre_hooks(node, grads):
     return grads
 
 
+# Set by ir.autodiff.differentiate while it derives a compiled function's backward: a Node that
+# fails then gives ``backward_error`` gradients instead (ops/deferred.py), so that the error
+# surfaces at .backward(), as in eager mode, not at the compiled forward.
+defer_errors = False
+
+
+def _deferred_grads(node, grads, exc):
+    """The placeholder gradients for a Node whose backward raised ``exc`` while a compiled
+    backward is derived, or None (raise it now)."""
+    from ..ops.deferred import BACKWARD_ERROR, DEFERRED
+
+    if not defer_errors or DEFERRED.get(type(exc).__name__) is not type(exc):
+        return None  # (exactly those types: subclasses such as SavedTensorsFreed say other things)
+    meta = getattr(node, "input_meta", None) or getattr(node, "_input_meta", None)
+    g = next((g for g in grads if g is not None), None)
+    if meta is None or g is None or len(meta) != len(node._next_functions):
+        return None
+    failed = range(len(meta))
+    real = [None] * len(meta)
+    op = getattr(node, "op", None)
+    if type(exc) is NotImplementedError and op is not None and op.no_derivative:
+        # a derivative PyTorch does not define (igamma's for a): the other inputs' gradients
+        # are real, only those inputs' wait for .backward() to raise
+        failed = op.no_derivative
+        real = node.apply(grads, check_no_derivative=False)
+    return [BACKWARD_ERROR(g, shape=tuple(m[0]), dtype=m[1], error=type(exc).__name__, message=str(exc))
+            if i in failed and m is not None and nxt[0] is not None and m[1].is_floating_point else r
+            for i, (m, nxt, r) in enumerate(zip(meta, node._next_functions, real))]
+
+
 def _run_node(node, grads):
     try:
         in_grads = node.apply(grads) if not profiler._active else profiler.run_node(node, grads)
     except Exception as exc:
-        anomaly.report_backward_failure(node, exc)
-        raise
+        in_grads = _deferred_grads(node, grads, exc)
+        if in_grads is None:
+            anomaly.report_backward_failure(node, exc)
+            raise
     if anomaly._enabled:  # (check_nan does nothing otherwise)
         anomaly.check_nan(node, in_grads)
     if node._hooks:  # (none registered, the usual case: nothing to copy and walk)

@@ -406,11 +406,11 @@ class OpNode(Node):
             raise_no_derivative(self.op.no_derivative_label, nxt is not None and (
                 engine.current_graph_task_id() < 0 or engine.will_engine_execute_node(nxt)))
 
-    def apply(self, grad_outputs):
+    def apply(self, grad_outputs, check_no_derivative=True):
         g = grad_outputs[0]
         if g is None:  # nothing flows back (PyTorch's undefined gradient)
             return [None] * len(self.input_meta)
-        if self.op.no_derivative:
+        if self.op.no_derivative and check_no_derivative:  # (engine._deferred_grads: without)
             self._check_no_derivative()
         ctx = VJPContext(self)
         grads = self.op.vjp(ctx, g)

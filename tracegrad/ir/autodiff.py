@@ -37,16 +37,42 @@ def differentiate(cap, tracer, graph):
         graph.phase = "forward"
         return n_forward, [], []
     n_lifted = len(tracer.lifted)
-    grads = engine.run_backward(outs, grad_tensors, retain_graph=True, create_graph=False,
-                                inputs=tuple(wrt), accumulate=False, allow_unused=True)
+    engine.defer_errors = True  # (a backward rule's error waits for .backward(): engine._run_node)
+    try:
+        grads = engine.run_backward(outs, grad_tensors, retain_graph=True, create_graph=False,
+                                    inputs=tuple(wrt), accumulate=False, allow_unused=True)
+    finally:
+        engine.defer_errors = False
     if len(tracer.lifted) != n_lifted:
         from .trace import GraphBreak
 
         raise GraphBreak("the backward reads a tensor the forward never used (a global read only "
                          "inside a custom Function's backward)")
     grad_outputs = [(pos, tracer.value_of(g)) for pos, g in zip(positions, grads) if g is not None]
+    cap.backward_errors = _deferred_errors(graph, [v for _, v in grad_outputs])
     graph.phase = "forward"
     return n_forward, [t._value for t in grad_tensors], grad_outputs
+
+
+def _deferred_errors(graph, grads):
+    """``[(exception name, message, {j: the j-th gradient depends on it})]`` for every
+    ``backward_error`` node (ops/deferred.py), in the order the engine met them (eager's: the
+    first one a backward needs is the one it raises). program.CompiledBackward raises them."""
+    producer = {id(n.out): n for n in graph.nodes}
+    found = {}
+    for j, v in enumerate(grads):
+        seen, stack = set(), [v]
+        while stack:
+            n = producer.get(id(stack.pop()))
+            if n is None or id(n) in seen:
+                continue
+            seen.add(id(n))
+            if n.op.name == "backward_error":
+                found.setdefault(id(n), (n, set()))[1].add(j)
+            stack.extend(n.inputs)
+    order = {id(n): k for k, n in enumerate(graph.nodes)}
+    return [(n.attrs["error"], n.attrs["message"], frozenset(js))
+            for n, js in sorted(found.values(), key=lambda e: order[id(e[0])])]
 
 
 def _arg_symbol(tracer, index):

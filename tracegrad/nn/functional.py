@@ -244,10 +244,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     nclass = input.shape[cdim]
     keep = T.ne(target, ignore_index)
     safe = T.where(keep, target, 0)  # ignored positions read class 0, then get weight 0
-    if not safe._is_traced:
-        bad = safe._value[(safe._value < 0) | (safe._value >= nclass)]
-        if bad.size:
-            raise IndexError(f"Target {int(bad.flat[0])} is out of bounds.")
+    safe = I.check_index(safe.long(), nclass, cdim, "target")
     picked = T.squeeze(T.gather(input, cdim, T.unsqueeze(safe, cdim).long()), cdim)
     w = T.cast(keep, input.dtype)
     if weight is not None:
@@ -569,11 +566,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if input.dtype not in (_dt.int64, _dt.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following "
                            f"scalar types: Long, Int; but got {input.dtype} instead")
-    idx = input.long()
-    if not idx._is_traced:
-        bad = idx._value[(idx._value < 0) | (idx._value >= weight.shape[0])]
-        if bad.size:
-            raise IndexError("index out of range in self")
+    idx = I.check_index(input.long(), weight.shape[0], 0, "select")  # (no negative index)
     out = I.INDEX(weight, idx, dim=0)
     if padding_idx is None:
         return out
@@ -588,6 +581,8 @@ def one_hot(tensor, num_classes=-1):
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes < 0:
         num_classes = int(T.amax(tensor).item()) + 1 if tensor.numel() else 0
+    # (PyTorch's errors for a class below 0 or not below num_classes: eq would give zero rows)
+    tensor = I.check_index(tensor, num_classes, 0, "one_hot")
     from .. import creation
 
     return T.eq(T.unsqueeze(tensor, -1), creation.arange(num_classes)).long()

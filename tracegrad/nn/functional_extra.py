@@ -143,6 +143,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if padding_idx is not None:
         pad = padding_idx % weight.shape[0] if padding_idx < 0 else padding_idx
         member = T.logical_and(member, T.ne(input, pad))
+    input = I.check_index(input.long(), weight.shape[0], 0, "bag")  # (PyTorch's message for a bag)
     rows = F.embedding(input, weight)  # (n, dim)
     if mode == "max":
         masked = T.where(T.unsqueeze(member, -1), T.unsqueeze(rows, 0), float("-inf"))  # (bags, n, dim)

@@ -35,14 +35,76 @@ def _int_index(idx, what):
         raise RuntimeError(f"{what}(): Expected dtype int64 for index, got {idx.dtype}")
 
 
-def _check_bounds(idx, size, dim, allow_negative=True):
-    """Raise PyTorch's IndexError for the first index outside the dimension."""
+def _check_bounds(idx, size, dim, allow_negative=True, error=IndexError):
+    """Raise PyTorch's error for the first index outside the dimension: IndexError for the
+    ops behind ``x[idx]``, RuntimeError for gather and the scatters (``error``)."""
     if idx.size == 0:
         return
     low = -size if allow_negative else 0
     bad = idx[(idx < low) | (idx >= size)]
     if bad.size:
-        raise IndexError(f"index {int(bad.flat[0])} is out of bounds for dimension {dim} with size {size}")
+        raise error(f"index {int(bad.flat[0])} is out of bounds for dimension {dim} with size {size}")
+
+
+# ----------------------------------------------------------------------------- check_index
+# The public functions check their index inputs with PyTorch's own rule and message: which
+# values are legal (index_select, embedding and class targets take no negative index, x[idx]
+# does) and what the error says differ per function, so the check is an op of its own that a
+# function puts in front of the primitive it calls. The primitives keep their own checks, the
+# last line of defence for memory safety in C. Elementwise, so that a compiled program fuses
+# it into the loop that reads the index and a failure sets the program's tg_fail flag
+# (function.c.j2 returns right after that loop, before anything is written into a user's
+# tensor: lower.py defers such writes past every kernel that may fail); the interpreter,
+# re-run on the failed call's inputs, then raises the message below.
+#   error -> (exception, message); {value} the first bad index, {pos} its flat position,
+#   {size} the bound, {dim} the dimension
+BOUNDS_ERRORS = {
+    "select": (IndexError, "index out of range in self"),
+    "dim": (IndexError, "index {value} is out of bounds for dimension {dim} with size {size}"),
+    "dim_runtime": (RuntimeError, "index {value} is out of bounds for dimension {dim} with size {size}"),
+    "index_copy": (IndexError, "index_copy_(): index {value} is out of bounds for dimension {dim} "
+                               "with size {size}"),
+    "target": (IndexError, "Target {value} is out of bounds."),
+    "take": (IndexError, "out of range: tried to access index {value} on a tensor of {size} elements."),
+    "bag": (RuntimeError, "Index {pos} of input takes value {value} which is not in the valid range "
+                          "[0, {size})"),
+    "one_hot": (RuntimeError, "Class values must be smaller than num_classes."),
+}
+
+
+def _check_index_impl(idx, low, high, dim, error):
+    bad = np.flatnonzero((idx < low) | (idx >= high)) if idx.size else ()
+    if len(bad):
+        value = int(idx.flat[bad[0]])
+        if error == "one_hot" and (idx < 0).any():  # (PyTorch checks the minimum first)
+            raise RuntimeError("Class values must be non-negative.")
+        exc, message = BOUNDS_ERRORS[error]
+        raise exc(message.format(value=value, pos=int(bad[0]), size=high, dim=dim))
+    return idx
+
+
+def _infer_check_index(idx, low, high, dim, error):
+    _int_index(idx, "check_index")
+    if error not in BOUNDS_ERRORS:
+        raise ValueError(f"check_index: unknown error kind {error!r}")
+    return tuple(idx.shape), idx.dtype
+
+
+_CHECK_C = "((({0} < {low}) | ({0} >= {high})) ? (tg_fail = TG_FAIL_INDEX, {0}) : {0})"
+
+CHECK_INDEX = defop("check_index", infer=_infer_check_index, impl=_check_index_impl,
+                    c=_CHECK_C, c_int=_CHECK_C, kind="elementwise", differentiable=False,
+                    sample=lambda: [((("index", (4, 3), 5),), {"low": 0, "high": 5, "dim": 0,
+                                                               "error": "select"}),
+                                    ((("index", (6,), 3),), {"low": -3, "high": 3, "dim": 1,
+                                                             "error": "dim"})])
+
+
+def check_index(index, size, dim=0, error="dim", negative=False):
+    """``index`` once every value is a valid index into a dimension of ``size`` (from
+    ``-size`` when ``negative``), else PyTorch's error ``error`` (BOUNDS_ERRORS): eagerly at
+    once, compiled when the program runs."""
+    return CHECK_INDEX(index, low=-size if negative else 0, high=int(size), dim=int(dim), error=error)
 
 
 def _taken_shape(x_shape, idx_shape, dim):
@@ -179,9 +241,9 @@ def _grid(idx, dim):
 
 def _gather_impl(x, idx, dim):
     if x.ndim == 0:
-        _check_bounds(idx, 1, 0, allow_negative=False)
+        _check_bounds(idx, 1, 0, allow_negative=False, error=RuntimeError)
         return np.broadcast_to(x, idx.shape).copy()
-    _check_bounds(idx, x.shape[dim], dim, allow_negative=False)
+    _check_bounds(idx, x.shape[dim], dim, allow_negative=False, error=RuntimeError)
     return x[_grid(idx, dim)]
 
 
@@ -204,9 +266,9 @@ def _infer_scatter(what):
 def _scatter_add_impl(x, idx, src, dim):
     out = np.array(x, copy=True)
     if x.ndim == 0:
-        _check_bounds(idx, 1, 0, allow_negative=False)
+        _check_bounds(idx, 1, 0, allow_negative=False, error=RuntimeError)
         return out + src.sum() if idx.size else out
-    _check_bounds(idx, x.shape[dim], dim, allow_negative=False)
+    _check_bounds(idx, x.shape[dim], dim, allow_negative=False, error=RuntimeError)
     np.add.at(out, _grid(idx, dim), src[tuple(slice(0, s) for s in idx.shape)])
     return out
 
@@ -222,6 +284,7 @@ def _pad_to(t, shape):
 
 GATHER = defop(
     "gather", infer=_infer_gather, impl=_gather_impl, save=(1,), nondiff_inputs=(1,), kind="index",
+    version=2,  # 2: PyTorch's RuntimeError out of bounds
     vjp=lambda ctx, g: (SCATTER_ADD(_zeros(ctx.shapes[0], g.dtype), ctx.input(1), g, dim=ctx.dim),
                         None),
     jvp=lambda ctx, t, _: GATHER(t, ctx.input(1), dim=ctx.dim),
@@ -230,7 +293,7 @@ GATHER = defop(
 
 SCATTER_ADD = defop(
     "scatter_add", infer=_infer_scatter("scatter_add"), impl=_scatter_add_impl, save=(1,), nondiff_inputs=(1,),
-    kind="index",
+    kind="index", version=2,  # 2: PyTorch's RuntimeError out of bounds
     vjp=lambda ctx, g: (g, None, _pad_to(GATHER(g, ctx.input(1), dim=ctx.dim), ctx.shapes[2])
                         if ctx.needs_input_grad[2] else None),
     jvp=lambda ctx, tx, _, ts: SCATTER_ADD(_or_zeros(tx, ctx.shapes[0], ctx.dtypes[0]),
@@ -319,10 +382,7 @@ def index_select(x, dim, index):
     """The slices of ``x`` along ``dim`` at ``index`` (a vector), in that order."""
     index = _vector_index(index, "index_select")
     d = wrap_dim(dim, x.ndim) if x.ndim else 0
-    if not index._is_traced:
-        bad = index._value[(index._value < 0) | (index._value >= (x.shape[d] if x.ndim else 1))]
-        if bad.size:
-            raise IndexError("index out of range in self")
+    index = check_index(index, x.shape[d] if x.ndim else 1, d, "select")  # (no negative index)
     if x.ndim == 0:
         return INDEX(x.reshape(1), index, dim=0).reshape(())
     return INDEX(x, index, dim=d)
@@ -341,6 +401,8 @@ def index_add(x, dim, index, source, *, alpha=1):
     if index.shape[0] != n:
         raise IndexError(f"index_add_(): Number of indices ({index.shape[0]}) should be equal to "
                          f"source.size(dim): ({n}), for dim: {d}")
+    # (PyTorch's RuntimeError, no negative index: the primitive takes them, for x[idx]'s gradient)
+    index = check_index(index, x.shape[d] if x.ndim else 1, d, "dim_runtime")
     want = tuple(x.shape[:d]) + (n,) + tuple(x.shape[d + 1:])
     if tuple(source.shape) != want and x.ndim:
         raise RuntimeError(f"index_add_(): source tensor shape must match self tensor shape, "

@@ -35,12 +35,12 @@ def _used(src, idx):
 def _scatter_impl(x, idx, src, dim, reduce=None):
     out = np.array(x, copy=True)
     if x.ndim == 0:
-        _check_bounds(idx, 1, 0, allow_negative=False)
+        _check_bounds(idx, 1, 0, allow_negative=False, error=RuntimeError)
         values = _used(src, idx).reshape(-1)
         for v in values:  # (in order: the last write wins, and reductions fold in sequence)
             out = np.asarray(v if reduce is None else _REDUCE_UFUNCS[reduce](out, v), dtype=x.dtype)
         return out
-    _check_bounds(idx, x.shape[dim], dim, allow_negative=False)
+    _check_bounds(idx, x.shape[dim], dim, allow_negative=False, error=RuntimeError)
     if reduce is None:
         out[_grid(idx, dim)] = _used(src, idx)
     else:
@@ -74,7 +74,7 @@ def _scatter_jvp(ctx, tx, _, ts):
 
 SCATTER = defop(
     "scatter", infer=_infer_scatter("scatter"), impl=_scatter_impl,
-    save=(1,), nondiff_inputs=(1,), kind="index", vjp=_scatter_vjp, jvp=_scatter_jvp,
+    save=(1,), nondiff_inputs=(1,), kind="index", version=2, vjp=_scatter_vjp, jvp=_scatter_jvp,
     # (distinct positions: a position written twice has no derivative for the overwritten value;
     # src as large as index: PyTorch's scatter backward fails for a larger src)
     sample=lambda: [(("any", ("unique_index", (2, 1), 3), ("any", (2, 1))), {"dim": 0}),
@@ -132,7 +132,7 @@ def _infer_scatter_reduce(x, idx, src, dim, reduce):
 
 SCATTER_REDUCE = defop(
     "scatter_reduce", infer=_infer_scatter_reduce, impl=_scatter_impl, save=(0, 1, 2, "out"),
-    nondiff_inputs=(1,), kind="index", vjp=_scatter_reduce_vjp, jvp=_scatter_reduce_jvp,
+    nondiff_inputs=(1,), kind="index", version=2, vjp=_scatter_reduce_vjp, jvp=_scatter_reduce_jvp,
     sample=lambda: [(("any", ("index", (4, 3), 2), ("any", (4, 3))), {"dim": 0, "reduce": r})
                     for r in ("prod", "amax", "amin")]
     + [((("any", (3, 5)), ("index", (3, 4), 5), ("with_zeros", (3, 4))), {"dim": 1, "reduce": "prod"})])

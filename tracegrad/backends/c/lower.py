@@ -220,6 +220,8 @@ class Lowerer:
                 dst = View(self._out_bufs[pos].name, 0, v.shape, contiguous_strides(v.shape))
                 self._emit_copy(v, dst)
         self._copy_deferred()
+        for k in plan.kernels:  # (function.c.j2 returns right after a kernel that raised the flag)
+            k["sets_fail"] = "tg_fail =" in repr(k)
         plan.workspace = memory.plan([b for b in plan.buffers if b.kind == "work"],
                                      reuse=self.options.get("reuse_memory", True))
         return plan
@@ -249,12 +251,21 @@ class Lowerer:
         the same index in the same iteration (an update ``p - lr * g``), every loop variable in
         that index (no element is visited twice)."""
         assert len(self._io) == len(self.plan.kernels)
+        # A failed call (an index out of bounds, a singular matrix: runtime.h.j2 TG_FAIL_*) must
+        # leave the user's tensors as they were, so no kernel up to the last one that may fail
+        # writes into their storage: such positions are deferred too.
+        fails = [i for i, kernel in enumerate(self.plan.kernels) if may_fail(kernel)]
+        last_fail = fails[-1] if fails else -1
         bad = set()
         for pos, k in pairs.items():
+            out_b = self._out_bufs[pos].name
+            writes = [i for i, io in enumerate(self._io) if any(b == out_b for b, _, _ in io)]
+            if writes and writes[0] <= last_fail:
+                bad.add(pos)
+                continue
             if k < 0:
                 continue  # the target is not an input: the call checks it overlaps none
-            out_b, in_b = self._out_bufs[pos].name, self._in_names[k]
-            writes = [i for i, io in enumerate(self._io) if any(b == out_b for b, _, _ in io)]
+            in_b = self._in_names[k]
             reads = [i for i, io in enumerate(self._io) if any(b == in_b for b, _, _ in io)]
             if not writes or not reads or writes[0] > reads[-1]:
                 continue
@@ -580,6 +591,12 @@ class Lowerer:
         dst = self._alloc(v)
         self.views[id(v)] = dst
         return dst
+
+
+def may_fail(kernel):
+    """Whether ``kernel`` can end the call with a failure code (runtime.h.j2 TG_FAIL_*): a raw
+    kernel that returns one, or a loop whose expression sets the tg_fail flag."""
+    return "TG_FAIL" in repr(kernel)
 
 
 def _index(view, strides, loop_vars):

@@ -394,5 +394,10 @@ class DynamicCExecutable(CExecutable):
             self._lock.release()
 
     def _raise(self, inputs):
-        # (the interpreter's graph has the first sample's sizes: it cannot name the error)
-        raise IndexError("index out of bounds in a compiled program")
+        # (the interpreter's graph has the first sample's sizes: it cannot name the error;
+        # dynamic.DynamicProgram catches this and names it from a capture at this batch size)
+        raise CompiledCallFailed("index out of bounds in a compiled program")
+
+
+class CompiledCallFailed(IndexError):
+    """A program with a runtime batch size returned a failure code (runtime.h.j2 TG_FAIL_*)."""
