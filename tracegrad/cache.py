@@ -29,7 +29,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import stat
 import tempfile
 import threading
@@ -182,10 +181,16 @@ def read_json(path):
     return obj
 
 
+def _host_tag():
+    """8 hex digits naming this machine (a pid means something on its own host only)."""
+    import socket  # (here: only builds and sweeps need it, never a warm start)
+
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
 def _temp_prefix(tag):
     """``.build-<tag>-<host>-<pid>-``: lets a later process tell a dead owner's leftovers."""
-    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
-    return f".build-{tag}-{host}-{os.getpid()}-"
+    return f".build-{tag}-{_host_tag()}-{os.getpid()}-"
 
 
 def write_json(directory, name, obj):
@@ -328,8 +333,7 @@ def _stale(p, now):
     """Is ``p`` a build directory (or temporary file) this machine's dead process left behind?"""
     m = _BUILD_RE.fullmatch(p.name)
     if m:
-        host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
-        return m.group(2) == host and not _pid_alive(int(m.group(3)))
+        return m.group(2) == _host_tag() and not _pid_alive(int(m.group(3)))
     if _LEGACY_BUILD_RE.fullmatch(p.name):  # no owner recorded: by age
         return now - p.lstat().st_mtime > LEGACY_BUILD_MAX_AGE_S
     return False
