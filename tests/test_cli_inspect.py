@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 import tracegrad as tg
-from tracegrad.ir import inspect_cmd
+from tracegrad.tools import inspect as inspect_cmd
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -30,7 +30,7 @@ def test_train_digits_example_runs_when_sklearn_is_installed():
 
 
 def test_demo_runs_quietly(capsys):
-    from tracegrad.demo import run
+    from tracegrad.tools.demo import run
 
     acc = run(backend="c", epochs=1, quiet=True)
     out = capsys.readouterr().out

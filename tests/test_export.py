@@ -371,15 +371,16 @@ def test_errors():
 
 
 def test_cli_export(tmp_path):
-    from tracegrad import cli
+    from tracegrad.tools import cli
 
     src = tmp_path / "fns.py"
     src.write_text("def affine(x, scale):\n    return (x * scale + 1).relu()\n")
     out = tmp_path / "lib"
-    assert cli.export([f"{src}:affine", "--arg", "x=f32[4,3]", "--arg", "scale=2.0", "-o", str(out)]) == 0
+    assert cli.main(["export", f"{src}:affine", "--arg", "x=f32[4,3]", "--arg", "scale=2.0",
+                     "-o", str(out)]) == 0
     header = (out / "affine.h").read_text()
     assert "int affine(const tg_tensor *inputs" in header and "AFFINE_IN_X_SHAPE { 4, 3 }" in header
-    assert cli.export([f"{src}:affine", "--arg", "x=f32[4,3]", "-o", str(out)]) == 2  # missing scale
+    assert cli.main(["export", f"{src}:affine", "--arg", "x=f32[4,3]", "-o", str(out)]) == 2  # missing scale
 
 
 # ----------------------------------------------------------------------------- split=True
@@ -751,7 +752,7 @@ def test_every_op_with_a_c_lowering_runs_in_an_exported_library(part, dtype, tmp
 def test_cli_export_builds_special_functions_and_factorizations(tmp_path):
     """`python -m tracegrad export ... --build` on a function of Bessel functions, zeta and
     slogdet with its gradient: the library builds, and its example program prints eager's values."""
-    from tracegrad import cli
+    from tracegrad.tools import cli
 
     src = tmp_path / "fns.py"
     src.write_text(
@@ -761,8 +762,8 @@ def test_cli_export_builds_special_functions_and_factorizations(tmp_path):
         "    sign, logdet = tg.linalg.slogdet(A + 3 * tg.eye(3, dtype=A.dtype))\n"
         "    return y, logdet, tg.autograd.grad(y.sum() + logdet, A)[0]\n")
     out = tmp_path / "lib"
-    assert cli.export([f"{src}:special_features", "--arg", "x=f64[4,5]", "--arg", "A=f64[3,3]:grad", "-o", str(out),
-                       "--build"]) == 0
+    assert cli.main(["export", f"{src}:special_features", "--arg", "x=f64[4,5]", "--arg", "A=f64[3,3]:grad",
+                     "-o", str(out), "--build"]) == 0
     exe = str(out / "example")
     subprocess.run([CC, "-o", exe, str(out / "example.c"), "-I", str(out), str(out / "libspecial_features.a"), "-lm"],
                    check=True, capture_output=True, text=True)

@@ -1,4 +1,4 @@
-"""``python -m tracegrad inspect path/to/file.py:function --arg x=f32[32,64] --arg n=3``:
+"""``tracegrad inspect path/to/file.py:function --arg x=f32[32,64] --arg n=3``:
 trace a function on example arguments and print its IR (and the saved-tensor report when its
 outputs are differentiable); ``--svg out.svg`` also renders the graph with Graphviz ``dot``
 (when ``dot`` is not installed the DOT text is written next to it, ``out.dot``).
@@ -18,11 +18,12 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 
 _TENSOR = re.compile(r"^(f32|f64|f16|bf16|i64|i32|i16|i8|u8|b8)\[([0-9,\s]*)\](:grad)?$")
 
 
-def parse_arg(spec, seed=0):
+def parse_arg(spec: str, seed: int = 0) -> tuple[str, object]:
     """``"x=f32[2,3]:grad"`` -> ("x", tensor); ``"n=3"`` -> ("n", 3)."""
     import numpy as np
 
@@ -51,7 +52,7 @@ def parse_arg(spec, seed=0):
         return name, text
 
 
-def load_target(spec):
+def load_target(spec: str) -> object:
     """``path/to/file.py:function`` (or ``:obj.attr``) -> the object."""
     path, sep, attr = spec.rpartition(":")
     if not sep or not path or not attr:
@@ -64,6 +65,8 @@ def load_target(spec):
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
         module_spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise ValueError(f"{path}:{exc.lineno}: {exc.msg}") from exc
     finally:
         sys.path.pop(0)
     obj = module
@@ -74,35 +77,75 @@ def load_target(spec):
     return obj
 
 
-def main(argv):
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options of ``tracegrad inspect``."""
+    add_target_arguments(ap)
+    ap.add_argument("--svg", metavar="PATH", help="also render the graph to this SVG file "
+                    "(with Graphviz dot; without it the DOT text is written beside it)")
+    ap.add_argument("--no-optimize", action="store_true", help="show the graph before the passes")
+    ap.add_argument("--partition", choices=("mincut", "annotations"), default="mincut",
+                    help="how the backward's saved values are chosen (default: %(default)s)")
+
+
+def add_target_arguments(ap: argparse.ArgumentParser) -> None:
+    """The target and its ``--arg`` specs, shared by ``inspect`` and ``export``."""
+    ap.add_argument("target", help="path/to/file.py:function (or :object.attribute)")
+    ap.add_argument("--arg", action="append", default=[], metavar="NAME=SPEC",
+                    help="an argument, repeated for each: x=f32[32,64] (a tensor filled with seeded "
+                         "random values; :grad to require grad) or a Python literal, n=3")
+
+
+def load_call(opts: argparse.Namespace) -> tuple[Callable, tuple, dict]:
+    """(function, positional arguments, keyword arguments) named by ``opts.target`` and
+    ``opts.arg``; raises one of :data:`USER_ERRORS` for a mistake in them."""
+    fn = load_target(opts.target)
+    named = dict(parse_arg(a, seed=k) for k, a in enumerate(opts.arg))
+    args, kwargs = bind_arguments(fn, named)
+    return fn, args, kwargs
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions that mean a mistake in the command line, its file or its arguments (a
+    missing file or attribute, a bad spec, arguments the function does not take, a function
+    the compiler cannot capture): reported in one line, exit code 2."""
     import tracegrad as tg
 
-    ap = argparse.ArgumentParser(prog="python -m tracegrad inspect",
-                                 description="Print the IR of a function traced on example arguments.")
-    ap.add_argument("target", help="path/to/file.py:function")
-    ap.add_argument("--arg", action="append", default=[], metavar="NAME=SPEC",
-                    help="an argument: x=f32[32,64] (a tensor; :grad to require grad) or n=3")
-    ap.add_argument("--svg", metavar="PATH", help="also render the graph to this SVG file")
-    ap.add_argument("--no-optimize", action="store_true", help="show the graph before the passes")
-    ap.add_argument("--partition", choices=("mincut", "annotations"), default="mincut")
-    opts = ap.parse_args(argv)
+    return (ValueError, OSError, AttributeError, TypeError, NotImplementedError,
+            tg.compiler.CompileError)
+
+
+def run(opts: argparse.Namespace) -> int:
+    """``tracegrad inspect``: print the program's IR (forward, backward, saved values)."""
+    import tracegrad as tg
+
+    from .cli import UsageError
+
     try:
-        fn = load_target(opts.target)
-        named = dict(parse_arg(a, seed=k) for k, a in enumerate(opts.arg))
-        args, kwargs = _bind(fn, named)
+        fn, args, kwargs = load_call(opts)
         cf = tg.compile(fn, backend="interpreter",
                         options={"optimize": not opts.no_optimize, "partition": opts.partition})
         prog = cf.inspect(*args, **kwargs)
-    except (ValueError, FileNotFoundError, AttributeError, TypeError, tg.compiler.CompileError) as exc:
-        print(f"tracegrad inspect: {exc}", file=sys.stderr)
-        return 2
+    except user_errors() as exc:
+        raise UsageError.of("inspect", exc) from exc
     print(prog)
     if opts.svg:
         return _write_svg(prog.to_dot(), opts.svg)
     return 0
 
 
-def _bind(fn, named):
+def main(argv: Sequence[str]) -> int:
+    """``tracegrad inspect ARGV...`` in this process; the exit code.
+
+    >>> main(["--help"])  # doctest: +ELLIPSIS
+    usage: tracegrad inspect [-h] ...
+    0
+    """
+    from .cli import main as cli_main
+
+    return cli_main(["inspect", *argv])
+
+
+def bind_arguments(fn: Callable, named: dict) -> tuple[tuple, dict]:
     """Positional arguments in the function's parameter order; the rest as keywords."""
     import inspect
 
@@ -124,7 +167,7 @@ def _bind(fn, named):
     return tuple(args), named
 
 
-def _write_svg(dot_text, path):
+def _write_svg(dot_text: str, path: str) -> int:
     dot = shutil.which("dot")
     if dot is None:
         alt = os.path.splitext(path)[0] + ".dot"
