@@ -40,7 +40,7 @@ try:
 except ImportError:
     torch = None
 try:
-    import jax  # noqa: F401
+    import jax
 except ImportError:
     jax = None
 
@@ -248,8 +248,8 @@ def main(argv=None):
         times = interleaved_medians(contenders, steps, args.rounds)
         t_tg = times["tg"]
         t_eager, t_comp, t_jax = times.get("eager"), times.get("compile"), times.get("jax")
-        fmt = lambda t: "-" if t is None else f"{t*1e3:.3f} ms"  # noqa: E731
-        ratio = lambda t: "-" if t is None else f"{t_tg / t:.3f}"  # noqa: E731
+        fmt = lambda t: "-" if t is None else f"{t*1e3:.3f} ms"
+        ratio = lambda t: "-" if t is None else f"{t_tg / t:.3f}"
         rows.append((name, fmt(t_tg), fmt(t_eager), ratio(t_eager), fmt(t_comp), ratio(t_comp),
                      fmt(t_jax), ratio(t_jax)))
         print(rows[-1], flush=True)

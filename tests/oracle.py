@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 import tracegrad as tg
-import tracegrad.nn.functional  # noqa: F401  (registers the nn primitives)
+import tracegrad.nn.functional  # (registers the nn primitives)
 from tracegrad.ops import index as I  # noqa: F401  (registers the index primitives)
 
 try:
@@ -164,7 +164,7 @@ def _eigh_packed(a):
 def _qr_packed(a, complete):
     q, r = torch.linalg.qr(a, mode="complete" if complete else "reduced")
     width = max(q.shape[-1], r.shape[-1])
-    pad = lambda x: TF.pad(x, (0, width - x.shape[-1]))  # noqa: E731
+    pad = lambda x: TF.pad(x, (0, width - x.shape[-1]))
     return torch.cat([pad(q), pad(r)], -2)
 
 

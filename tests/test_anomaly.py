@@ -20,7 +20,7 @@ def run_recorded(fn):
         try:
             fn()
             exc = None
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             exc = e
     return exc, [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
 

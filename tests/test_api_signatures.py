@@ -6,16 +6,16 @@ import inspect
 
 import pytest
 
-torch = pytest.importorskip("torch")
-import torch.func  # noqa: E402
-import torch.nn.attention  # noqa: E402
-import torch.nn.attention.flex_attention  # noqa: E402
-import torch.nn.utils.fusion  # noqa: E402
-import torch.nn.utils.prune  # noqa: E402
-import torch.optim.swa_utils  # noqa: E402
-import torch.utils.checkpoint  # noqa: E402
+pytest.importorskip("torch")
+import torch.func
+import torch.nn.attention
+import torch.nn.attention.flex_attention
+import torch.nn.utils.fusion
+import torch.nn.utils.prune
+import torch.optim.swa_utils
+import torch.utils.checkpoint
 
-import tracegrad as tg  # noqa: E402
+import tracegrad as tg
 
 NAMESPACES = [("nn", torch.nn, tg.nn), ("nn.functional", torch.nn.functional, tg.nn.functional),
               ("optim", torch.optim, tg.optim), ("lr_scheduler", torch.optim.lr_scheduler, tg.optim.lr_scheduler),

@@ -143,7 +143,7 @@ def test_float_division_with_a_rounding_mode_matches_torch(mode, backend, dtype)
     with np.errstate(over="ignore", under="ignore"):  # (1e308 is inf in float32)
         a, b = np.array(FLOAT_A, dtype), np.array(FLOAT_B, dtype)
     want = torch.div(torch.tensor(a), torch.tensor(b), rounding_mode=mode).numpy()
-    fn = lambda x, y: tg.div(x, y, rounding_mode=mode)  # noqa: E731
+    fn = lambda x, y: tg.div(x, y, rounding_mode=mode)
     got = (tg.compile(fn, backend=backend, fullgraph=True) if backend else fn)(tg.tensor(a), tg.tensor(b)).numpy()
     np.testing.assert_array_equal(got, want)
     numbers = ~np.isnan(want)

@@ -52,7 +52,7 @@ def run_both(name, fn_of_lib, inputs, *args, **kwargs):
 def _err(fn):
     try:
         fn()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return type(e), str(e)
     return None
 

@@ -5,7 +5,6 @@ function), plus fusion, views, BLAS, workspace reuse, fallback and hand-written 
 from __future__ import annotations
 
 import re
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -114,7 +113,7 @@ def test_size_zero_shapes():
 def test_reduction_over_batch_dim_and_transposed_matmul():
     rng = np.random.default_rng(2)
     x, g = rng.standard_normal((32, 7)), rng.standard_normal((32, 5))
-    fn = lambda x, g: (g.sum(dim=0), g.amax(dim=0, keepdim=True), (x.t() @ g).t() * 1.5)  # noqa: E731
+    fn = lambda x, g: (g.sum(dim=0), g.amax(dim=0, keepdim=True), (x.t() @ g).t() * 1.5)
     (rc, fc), (ri, _) = _c_and_interp(fn, x, g)
     for c_out, i_out in zip(rc, ri):
         np.testing.assert_allclose(c_out.numpy(), i_out.numpy(), rtol=1e-12)
@@ -156,7 +155,7 @@ def test_max_and_min_reductions_propagate_nan(dtype):
         x[3] = -np.inf
         x[4] = np.inf
     x[5] = 3
-    fn = lambda t: (t.amax(dim=1), t.amin(dim=1), t.amax(), t.amin(), t.amax(dim=0), t.amin(dim=0))  # noqa: E731
+    fn = lambda t: (t.amax(dim=1), t.amin(dim=1), t.amax(), t.amin(), t.amax(dim=0), t.amin(dim=0))
     want = (x.max(1), x.min(1), x.max(), x.min(), x.max(0), x.min(0))
     for got, w in zip(tg.compile(fn, backend="c")(tg.tensor(x)), want):
         np.testing.assert_array_equal(got.numpy(), w)
@@ -178,7 +177,7 @@ def test_arg_reductions_first_nan_then_first_extremum(dtype):
         x[1, 0, 3] = x[2, 4, 5] = x[2, 6, 5] = np.nan
         x[3, :, 7] = np.nan
     x[4] = 1  # all equal
-    fn = lambda t: (t.argmax(dim=1), t.argmin(dim=1), t.argmax(dim=0), t.argmin(dim=2), t.argmax())  # noqa: E731
+    fn = lambda t: (t.argmax(dim=1), t.argmin(dim=1), t.argmax(dim=0), t.argmin(dim=2), t.argmax())
     want = (x.argmax(1), x.argmin(1), x.argmax(0), x.argmin(2), x.argmax())
     for got, w in zip(tg.compile(fn, backend="c")(tg.tensor(x)), want):
         np.testing.assert_array_equal(got.numpy(), w)
@@ -280,7 +279,7 @@ def test_shipped_cffi_module_matches_the_declarations(tmp_path):
 
     from tracegrad.backends.c import _cffi_abi, _ffi_instance, generate_cffi_module
 
-    drop_version = lambda text: [ln for ln in text.splitlines() if "_version" not in ln]  # noqa: E731
+    drop_version = lambda text: [ln for ln in text.splitlines() if "_version" not in ln]
     fresh = Path(generate_cffi_module(tmp_path)).read_text()
     assert drop_version(Path(_cffi_abi.__file__).read_text()) == drop_version(fresh)
     assert _ffi_instance() is _cffi_abi.ffi
@@ -474,7 +473,7 @@ def test_openmp_per_sample_products_and_im2col_match_interpreter():
 def test_openmp_loops_match_interpreter():
     rng = np.random.default_rng(4)
     x = rng.standard_normal((64, 1024)).astype(np.float32)  # above the parallel threshold
-    fn = lambda x: ((x * 0.5).tanh().sum(), (x.exp() * x).sum(dim=1), x.sigmoid() * 2)  # noqa: E731
+    fn = lambda x: ((x * 0.5).tanh().sum(), (x.exp() * x).sum(dim=1), x.sigmoid() * 2)
     got = tg.compile(fn, backend="c", options={"openmp": True})(tg.tensor(x))
     want = tg.compile(fn, backend="interpreter")(tg.tensor(x))
     for g, w in zip(got, want):

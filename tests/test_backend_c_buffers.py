@@ -41,8 +41,9 @@ def test_a_held_result_is_never_overwritten(hold):
     x = tg.arange(6.0).reshape(2, 3)
     a, s = f(x)
     expect = a.numpy().copy()
-    keep = {"tensor": lambda: a, "array": lambda: a.numpy(), "view": lambda: a.numpy()[1:],
-            "memoryview": lambda: memoryview(a.numpy()), "grad": lambda: a}[hold]()
+    # (called at once, before the del below: the lambdas never outlive a)
+    keep = {"tensor": lambda: a, "array": lambda: a.numpy(), "view": lambda: a.numpy()[1:],  # noqa: F821
+            "memoryview": lambda: memoryview(a.numpy()), "grad": lambda: a}[hold]()  # noqa: F821
     if hold == "grad":
         p = tg.zeros(2, 3, requires_grad=True)
         p.grad = a

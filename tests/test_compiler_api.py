@@ -51,6 +51,6 @@ def test_reset_forgets_every_program():
 
 
 def test_pass_through_decorators_and_backends():
-    fn = lambda x: x  # noqa: E731
+    fn = lambda x: x
     assert tg.compiler.allow_in_graph(fn) is fn and tg.compiler.assume_constant_result(fn) is fn
     assert "c" in tg.compiler.list_backends() and "interpreter" in tg.compiler.list_backends()

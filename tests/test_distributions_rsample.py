@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-import torch.distributions.gamma  # noqa: E402
-import torch.distributions.studentT  # noqa: E402
+pytest.importorskip("torch")
+import torch.distributions.gamma
+import torch.distributions.studentT
 
-import tracegrad as tg  # noqa: E402
-from tracegrad.distributions import gamma_family, gamma_sampling  # noqa: E402
+import tracegrad as tg
+from tracegrad.distributions import gamma_family, gamma_sampling
 
 RNG = np.random.default_rng(4)
 CONC = np.array([[0.05, 0.7, 2.5], [9.0, 30.0, 1.2]])

@@ -18,7 +18,7 @@ import pytest
 import tracegrad as tg
 import tracegrad.nn as nn
 from tracegrad.compiler import CompileError
-from test_export import assert_close  # noqa: E402  (tests/ is on sys.path, as for oracle)
+from test_export import assert_close  # (tests/ is on sys.path, as for oracle)
 
 pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None or shutil.which("make") is None,
                                 reason="needs a C compiler and make")

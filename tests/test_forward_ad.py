@@ -20,7 +20,7 @@ from tracegrad.ops.registry import REGISTRY  # noqa: E402
 def _err(fn):
     try:
         fn()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return type(e), str(e)
     return None
 

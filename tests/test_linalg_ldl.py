@@ -79,7 +79,7 @@ def test_compiled_runs_in_c_and_matches_eager():
     """ldl_factor_ex and ldl_solve compile to C kernels (fullgraph: nothing falls back), with
     eager's pivots exactly and its factor and solutions; ldl_factor's singularity check reads
     the factor: a graph break."""
-    fn = lambda x, y: (tg.linalg.ldl_factor_ex(x)[:2], tg.linalg.ldl_solve(*tg.linalg.ldl_factor_ex(x)[:2], y))  # noqa: E731
+    fn = lambda x, y: (tg.linalg.ldl_factor_ex(x)[:2], tg.linalg.ldl_solve(*tg.linalg.ldl_factor_ex(x)[:2], y))
     for a in MATRICES[:4] + MATRICES[-6:]:
         for dtype in (np.float64, np.float32):
             compiled = tg.compile(fn, backend="c", fullgraph=True)

@@ -92,7 +92,7 @@ def test_unbatched_input_and_the_module_match_torch():
     module, reference = tg.nn.CTCLoss(blank=0, reduction="sum", zero_infinity=True), \
         torch.nn.CTCLoss(blank=0, reduction="sum", zero_infinity=True)
     assert repr(module) == repr(reference) == "CTCLoss()"
-    args = lambda L: (L.tensor(LOGITS).log_softmax(-1), L.tensor(TARGETS), L.tensor(INPUT_LENGTHS),  # noqa: E731
+    args = lambda L: (L.tensor(LOGITS).log_softmax(-1), L.tensor(TARGETS), L.tensor(INPUT_LENGTHS),
                       L.tensor(TARGET_LENGTHS))
     _close(module(*args(tg)), reference(*args(torch)))
 

@@ -311,11 +311,11 @@ def test_bad_arguments_are_named():
 def test_binary_cross_entropy_differentiates_twice_and_compiles():
     p = tg.tensor(P, requires_grad=True)
     y = tg.tensor(Y01 * 0.8 + 0.1, requires_grad=True)
-    bce = lambda p, y: tg.nn.functional.binary_cross_entropy(p, y)  # noqa: E731
+    bce = lambda p, y: tg.nn.functional.binary_cross_entropy(p, y)
     assert tg.autograd.gradcheck(bce, (p, y)) and tg.autograd.gradgradcheck(bce, (p, y))
     p32 = tg.tensor(P.astype(np.float32), requires_grad=True)
     y32 = tg.tensor(Y01.astype(np.float32))
-    grad_p = lambda p, y: tg.autograd.grad(bce(p, y), p)[0]  # noqa: E731
+    grad_p = lambda p, y: tg.autograd.grad(bce(p, y), p)[0]
     compiled = tg.compile(grad_p, backend="c", fullgraph=True)
     np.testing.assert_allclose(compiled(p32, y32).numpy(), grad_p(p32, y32).numpy(), rtol=1e-5)
 
@@ -443,7 +443,7 @@ def test_conv_padding_modes_match_torch_and_compile(mode, conv, kwargs):
     yt.square().sum().backward()
     np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
-    grad_x = lambda x: tg.autograd.grad(ours(x).square().sum(), x)[0]  # noqa: E731
+    grad_x = lambda x: tg.autograd.grad(ours(x).square().sum(), x)[0]
     compiled = tg.compile(grad_x, backend="c", fullgraph=True)
     np.testing.assert_allclose(compiled(xo).numpy(), grad_x(xo).numpy(), rtol=1e-4, atol=1e-4)
 
@@ -691,7 +691,7 @@ def test_channel_dropouts_draw_per_channel_as_torchs(name, shape, channels):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (dropout2d's note on 3-D inputs)
         y = getattr(F, name)(x, 0.4).numpy()
-        fn = lambda x: getattr(F, name)(x, 0.4) * 2  # noqa: E731
+        fn = lambda x: getattr(F, name)(x, 0.4) * 2
         compiled = tg.compile(fn, backend="c", fullgraph=True)
         np.testing.assert_array_equal(_same_seed(compiled, x), _same_seed(fn, x))
     per_channel = y.reshape(*shape[:channels], -1)
@@ -728,7 +728,7 @@ def test_channel_and_alpha_dropout(name):
         assert F.dropout1d(x, 0.4, training=False) is x
         with pytest.raises(RuntimeError, match="Expected 2D or 3D input"):
             F.dropout1d(tg.ones(2, 3, 4, 5), 0.5)
-        fn = lambda x: F.dropout1d(x, 0.4) * 2  # noqa: E731
+        fn = lambda x: F.dropout1d(x, 0.4) * 2
     else:
         x = tg.tensor(np.random.default_rng(0).standard_normal(200_000).astype(np.float32))
         y = F.alpha_dropout(x, 0.3, training=True).numpy()
@@ -737,7 +737,7 @@ def test_channel_and_alpha_dropout(name):
         dropped = -alpha * (1 - 0.3) / np.sqrt((alpha ** 2 * 0.3 + 1) * (1 - 0.3))
         assert 0.29 < np.isclose(y, dropped, rtol=1e-6).mean() < 0.31
         assert F.alpha_dropout(x, 0.3) is x  # (training=False by default, as torch's)
-        fn = lambda x: F.alpha_dropout(x, 0.3, True) * 2  # noqa: E731
+        fn = lambda x: F.alpha_dropout(x, 0.3, True) * 2
     compiled = tg.compile(fn, backend="c", fullgraph=True)
     np.testing.assert_allclose(_same_seed(compiled, x), _same_seed(fn, x), rtol=1e-6, atol=1e-6)
 
@@ -760,7 +760,7 @@ def test_gumbel_softmax_samples_the_softmax():
     assert np.isfinite(logits.grad.numpy()).all() and np.abs(logits.grad.numpy()).sum() > 0
     np.testing.assert_allclose(logits.grad.numpy().sum(1), 0.0, atol=1e-9)  # softmax's gradient
     # the noise is a seeded op: a compiled function (fullgraph) draws the same samples
-    fn = lambda x: F.gumbel_softmax(x, tau=0.7, hard=True) * 2  # noqa: E731
+    fn = lambda x: F.gumbel_softmax(x, tau=0.7, hard=True) * 2
     compiled = tg.compile(fn, backend="c", fullgraph=True)
     x = tg.tensor(np.tile([0.0, 1.0, 2.0], (100, 1)).astype(np.float32))
     np.testing.assert_array_equal(_same_seed(compiled, x), _same_seed(fn, x))
@@ -780,7 +780,7 @@ def test_rrelu_training_draws_slopes_between_its_bounds():
     layer = tg.nn.RReLU(0.1, 0.3)
     assert not np.allclose(layer(x).detach().numpy(), layer.eval()(x).detach().numpy())
     np.testing.assert_allclose(layer(x).detach().numpy(), -0.4)
-    fn = lambda x: F.rrelu(x, 0.1, 0.3, training=True) * 2  # noqa: E731
+    fn = lambda x: F.rrelu(x, 0.1, 0.3, training=True) * 2
     compiled = tg.compile(fn, backend="c", fullgraph=True)
     x32 = tg.tensor(RNG.standard_normal(1000).astype(np.float32))
     np.testing.assert_allclose(_same_seed(compiled, x32), _same_seed(fn, x32), rtol=1e-6)
@@ -1057,6 +1057,6 @@ def test_3d_pools_match_torch_and_compile(kwargs):
     assert repr(tg.nn.MaxPool3d(**kwargs)) == repr(torch.nn.MaxPool3d(**kwargs))
     assert repr(tg.nn.AvgPool3d(**plain)) == repr(torch.nn.AvgPool3d(**plain))
     x32 = tg.tensor(x[0].astype(np.float32))  # (unbatched)
-    both = lambda v: F.max_pool3d(v, **kwargs).sum() + F.avg_pool3d(v, **plain).sum()  # noqa: E731
+    both = lambda v: F.max_pool3d(v, **kwargs).sum() + F.avg_pool3d(v, **plain).sum()
     compiled = tg.compile(both, backend="c", fullgraph=True)
     np.testing.assert_allclose(compiled(x32).item(), both(x32).item(), rtol=1e-5)

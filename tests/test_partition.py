@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tracegrad as tg
-import tracegrad.nn.functional  # noqa: F401
+import tracegrad.nn.functional
 from tracegrad.ir.graph import Graph
 from tracegrad.ir.passes import cost_model, mincut
 from tracegrad.ops import index as _index  # noqa: F401

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tracegrad as tg
-import tracegrad.nn.functional  # noqa: F401  (registers the nn primitives)
+import tracegrad.nn.functional  # (registers the nn primitives)
 from compile_oracle import random_inputs, run_both, run_graph
 from tracegrad.ir import passes
 from tracegrad.ir.capture import trace_function

@@ -16,7 +16,7 @@ import tracegrad as tg  # noqa: E402
 def _err(fn):
     try:
         fn()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return type(e), str(e)
     return None
 

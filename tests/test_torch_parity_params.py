@@ -8,7 +8,7 @@ import tracegrad as tg
 
 
 def test_compile_modes_and_disable():
-    f = lambda x: (x * 2).sum()  # noqa: E731
+    f = lambda x: (x * 2).sum()
     for mode in ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
         compiled = tg.compile(f, mode=mode)
         assert float(compiled(tg.ones(3))) == 6.0 and len(compiled.programs) == 1

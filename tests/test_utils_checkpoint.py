@@ -80,7 +80,7 @@ def test_intermediate_values_are_not_kept():
 
 def test_non_reentrant_works_with_autograd_grad_and_keywords():
     w = tg.randn(5, requires_grad=True)
-    f = lambda x, scale=1.0: ((x * w).sin() * scale).sum()  # noqa: E731
+    f = lambda x, scale=1.0: ((x * w).sin() * scale).sum()
     (g,) = tg.autograd.grad(checkpoint(f, tg.tensor(X), scale=3.0, use_reentrant=False), w)
     (want,) = tg.autograd.grad(f(tg.tensor(X), scale=3.0), w)
     np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-6)

@@ -10,44 +10,44 @@ tensor([2., 4., 6.])
 from . import dtypes
 from .dtypes import (bool_ as bool, bfloat16, float16, float32, float64, int32, int64, int16, int8, uint8, get_default_dtype,
                      set_default_dtype, result_type, DType as dtype)
-from .dtypes import float32 as float, float64 as double, float16 as half, int64 as long, int32 as int, int16 as short  # noqa: A001
-from .dtypes import finfo, iinfo  # noqa: F401
+from .dtypes import float32 as float, float64 as double, float16 as half, int64 as long, int32 as int, int16 as short
+from .dtypes import finfo, iinfo
 from .tensor import Size, Tensor
-from . import _methods  # noqa: F401  (binds methods onto Tensor)
+from . import _methods  # (binds methods onto Tensor)
 from .ops import registry as _registry
 
 _registry._bind()
-from .autograd import engine as _engine  # noqa: E402
+from .autograd import engine as _engine
 
 _engine._bind()
 from .creation import (arange, as_tensor, bernoulli, empty, empty_like, eye, from_dlpack, from_numpy,
                        full, full_like, linspace, manual_seed, multinomial, normal, ones, ones_like,
                        poisson, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
                        zeros_like)
-from . import random  # noqa: E402  (tg.random, as torch.random)
-from .random import (Generator, default_generator, fork_rng, get_rng_state, initial_seed, seed,  # noqa: F401
+from . import random  # (tg.random, as torch.random)
+from .random import (Generator, default_generator, fork_rng, get_rng_state, initial_seed, seed,
                      set_rng_state)
-from .functional import *  # noqa: F401,F403
-from .functional import (abs, max, min, pow, round, sum)  # noqa: A004  (shadow builtins like torch)
-from .creation import logspace, scalar_tensor  # noqa: E402  (after functional's *: its own scalar_tensor is internal)
-from .composites import *  # noqa: F401,F403
-from .composites import all, any  # noqa: A004
-from .einsum import einsum, kron, tensordot  # noqa: F401
-from .layout import *  # noqa: F401,F403
-from .math_extras import *  # noqa: F401,F403
-from .statistics import *  # noqa: F401,F403
-from .selection import *  # noqa: F401,F403
-from .numerics import *  # noqa: F401,F403
-from .settings import *  # noqa: F401,F403
-from ._repr import set_printoptions  # noqa: F401
-from .searching import *  # noqa: F401,F403
-from .strided import *  # noqa: F401,F403
-from .linalg_legacy import lu, triangular_solve  # noqa: F401
-from . import linalg  # noqa: E402
-from .linalg import (cholesky, cholesky_inverse, cholesky_solve, det, inv as inverse, pinverse,  # noqa: F401,E402
+from .functional import *
+from .functional import (abs, max, min, pow, round, sum)  # (shadow builtins like torch)
+from .creation import logspace, scalar_tensor  # (after functional's *: its own scalar_tensor is internal)
+from .composites import *
+from .composites import all, any
+from .einsum import einsum, kron, tensordot
+from .layout import *
+from .math_extras import *
+from .statistics import *
+from .selection import *
+from .numerics import *
+from .settings import *
+from ._repr import set_printoptions
+from .searching import *
+from .strided import *
+from .linalg_legacy import lu, triangular_solve
+from . import linalg
+from .linalg import (cholesky, cholesky_inverse, cholesky_solve, det, inv as inverse, pinverse,
                      slogdet, legacy_svd as svd)
-from .linalg_lu import lu_unpack  # noqa: F401,E402
-from .torch_namespace import *  # noqa: F401,F403,E402
+from .linalg_lu import lu_unpack
+from .torch_namespace import *
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import autograd
@@ -55,25 +55,25 @@ from . import ops
 
 __version__ = "0.1.0"
 
-is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731
-from .compiler import compile, explain  # noqa: A004
-from .export import export  # noqa: E402  (tg.export: a standalone C library)
+is_tensor = lambda obj: isinstance(obj, Tensor)
+from .compiler import compile, explain
+from .export import export  # (tg.export: a standalone C library)
 from . import compiler
 from . import nn, optim, utils
-from . import func  # noqa: E402  (tg.func: function transforms, as torch.func)
-from . import distributions  # noqa: E402
-from . import special  # noqa: E402  (tg.special, as torch.special)
-from . import testing  # noqa: E402  (tg.testing, as torch.testing)
-from .special import i0  # noqa: E402,F401  (torch.i0: an alias of special.i0)
-from . import _methods_extra  # noqa: E402,F401  (binds more Tensor methods)
+from . import func  # (tg.func: function transforms, as torch.func)
+from . import distributions
+from . import special  # (tg.special, as torch.special)
+from . import testing  # (tg.testing, as torch.testing)
+from .special import i0  # (torch.i0: an alias of special.i0)
+from . import _methods_extra  # (binds more Tensor methods)
 from .nn.functional import log_softmax, softmax  # tg.softmax(x, dim), as torch.softmax
 from .checkpoint import load, load_checkpoint, save, save_checkpoint
-from . import amp  # noqa: E402  (tg.amp: autocast, GradScaler)
-from .amp import (autocast, get_autocast_cpu_dtype, get_autocast_dtype, is_autocast_cpu_enabled,  # noqa: E402,F401
+from . import amp  # (tg.amp: autocast, GradScaler)
+from .amp import (autocast, get_autocast_cpu_dtype, get_autocast_dtype, is_autocast_cpu_enabled,
                   is_autocast_enabled)
-from .torch_functions import *  # noqa: F401,F403,E402
-from .torch_functions import in_place_functions as _in_place_functions  # noqa: E402
-from . import out_arguments as _out_arguments  # noqa: E402
+from .torch_functions import *
+from .torch_functions import in_place_functions as _in_place_functions
+from . import out_arguments as _out_arguments
 
 globals().update(_in_place_functions())  # tg.exp_(x) is x.exp_(), as torch.exp_
 

@@ -23,7 +23,6 @@
 """
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os

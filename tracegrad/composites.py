@@ -88,13 +88,13 @@ def masked_fill(x, mask, value):
     return F.where(mask, F.to_tensor(value, x.dtype), x)
 
 
-def all(x, dim=None, keepdim=False):  # noqa: A001  (torch.all)
+def all(x, dim=None, keepdim=False):  # (torch.all)
     """True where every element (along ``dim``) is nonzero; a bool tensor (uint8 for a uint8
     input, as PyTorch's)."""
     return _like_uint8(F.amin(F.ne(x, 0), () if dim is None else dim, keepdim), x)
 
 
-def any(x, dim=None, keepdim=False):  # noqa: A001  (torch.any)
+def any(x, dim=None, keepdim=False):  # (torch.any)
     """True where some element (along ``dim``) is nonzero; a bool tensor (uint8 for a uint8
     input, as PyTorch's)."""
     return _like_uint8(F.amax(F.ne(x, 0), () if dim is None else dim, keepdim), x)

@@ -252,7 +252,7 @@ asin, acos, atan, sinh, cosh, asinh, acosh, atanh, exp2, ceil, trunc, erfc = (
 arcsin, arccos, arctan, arcsinh, arccosh, arctanh, fix = asin, acos, atan, asinh, acosh, atanh, trunc
 
 
-def round(x, *, decimals=0):  # noqa: A001  (torch.round)
+def round(x, *, decimals=0):  # (torch.round)
     """Half to even, as ``torch.round``; ``decimals`` scales by 10**decimals around it, as
     PyTorch does (so ``round(x, decimals=2)`` is ``round(x * 100) / 100``)."""
     if decimals == 0:
@@ -460,9 +460,9 @@ def _extreme(x, dim, keepdim, other, reduce_op, arg_op, binary):
         return reduce_op(x, dim=normalize_dims(None, x.ndim), keepdim=False)
     d = wrap_dim(dim, x.ndim) if x.ndim else None
     idx = arg_op(x, dim=d, keepdim=True)
-    from .indexing import gather
+    from .indexing import gather as take_along  # (not ops.index.gather, bound below for tg.gather)
 
-    values = gather(x, d, idx) if d is not None else x
+    values = take_along(x, d, idx) if d is not None else x
     if not keepdim and d is not None:
         values, idx = squeeze(values, d), squeeze(idx, d)
     return values_indices(values, idx)
@@ -802,9 +802,9 @@ def outer(a, b):
 
 
 # ----------------------------------------------------------------------------- ordering, gather/scatter
-from .ops.index import (argsort, argwhere, gather, index_add, index_select, nonzero,  # noqa: E402
+from .ops.index import (argsort, argwhere, gather, index_add, index_select, nonzero,  # noqa: E402,F401
                         scatter_add, sort, topk)
-from .ops.scatter import scatter, scatter_reduce  # noqa: E402
+from .ops.scatter import scatter, scatter_reduce  # noqa: E402,F401
 
 
 # ----------------------------------------------------------------------------- comparisons to Python values

@@ -28,10 +28,10 @@ from . import amp as _amp
 from . import functional as F
 from .composites import check_norm_input, cross, norm as _vector_norm, tril as _tril
 from .layout import select as _select
-from .linalg_complex import eig, eigvals  # noqa: F401  (NotImplementedError: complex results)
-from .linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: F401
-from .linalg_lstsq import lstsq  # noqa: F401
-from .linalg_lu import first_true, lu, lu_factor, lu_factor_ex, lu_solve, raise_for_info  # noqa: F401  (the LU family)
+from .linalg_complex import eig, eigvals  # (NotImplementedError: complex results)
+from .linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve
+from .linalg_lstsq import lstsq
+from .linalg_lu import first_true, lu, lu_factor, lu_factor_ex, lu_solve, raise_for_info  # (the LU family)
 from .ops import decompositions as D, determinant as _det, linalg as L
 from .ops.linalg import LinAlgError
 from .tensor import Tensor
@@ -395,7 +395,7 @@ def _tolerance(A, s_max, atol, rtol):
     if rtol is None:
         positive_atol = atol is not None and (not isinstance(atol, (int, float)) or atol > 0)
         rtol = 0.0 if positive_atol else _default_rtol(A)
-    column = lambda t: F.unsqueeze(t, -1) if isinstance(t, Tensor) else t  # noqa: E731
+    column = lambda t: F.unsqueeze(t, -1) if isinstance(t, Tensor) else t
     tol = s_max * column(rtol)
     if atol is None:
         return tol

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
 
 from . import amp as _amp
 from . import dtypes as _dt

@@ -118,7 +118,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     if tuple(LU_pivots.shape) != tuple(LU_data.shape[:-2]) + (k,):
         raise RuntimeError(f"torch.lu_unpack: LU_pivots of shape {list(LU_pivots.shape)} do not fit "
                            f"LU_data of shape {list(LU_data.shape)} (expected {list(LU_data.shape[:-2]) + [k]})")
-    empty = lambda: LU_data.new_zeros((0,))  # noqa: E731
+    empty = lambda: LU_data.new_zeros((0,))
     p = empty()
     if unpack_pivots:
         p = _lu.permutation_matrix(_lu.LU_PERMUTATION(LU_pivots, m=m), m, LU_data.dtype)

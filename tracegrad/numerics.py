@@ -150,7 +150,7 @@ def _spacings(spacing, count):
 
 def _gradient_uniform(y, d, h, edge_order):
     n = y.shape[d]
-    at = lambda start, length: y.narrow(d, start, length)  # noqa: E731
+    at = lambda start, length: y.narrow(d, start, length)
     inner = (at(2, n - 2) - at(0, n - 2)) / (2 * h)
     if edge_order == 1:
         first = (at(1, 1) - at(0, 1)) / h
@@ -170,7 +170,7 @@ def _gradient_along(y, d, x, edge_order):
                            f"{n} (the size of dim {d}), got shape {tuple(x.shape)}")
     shape = [1] * y.ndim
     shape[d] = -1
-    at = lambda start, length: y.narrow(d, start, length)  # noqa: E731
+    at = lambda start, length: y.narrow(d, start, length)
     hx = x[1:] - x[:-1]
     h0, h1 = hx[:-1].reshape(shape), hx[1:].reshape(shape)
     inner = (h0 * h0 * at(2, n - 2) - h1 * h1 * at(0, n - 2) + (h1 * h1 - h0 * h0) * at(1, n - 2)) \

@@ -22,8 +22,8 @@ import math
 from . import dtypes as _dt
 from . import functional as F
 from . import math_extras as MX
-from .nn.functional import log_softmax, softmax  # noqa: F401
-from .special_polynomials import (  # noqa: F401
+from .nn.functional import log_softmax, softmax
+from .special_polynomials import (
     chebyshev_polynomial_t, chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w,
     hermite_polynomial_h, hermite_polynomial_he, laguerre_polynomial_l, legendre_polynomial_p,
     shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
@@ -48,7 +48,7 @@ logit = MX.logit
 erf, erfc, erfinv = F.erf, F.erfc, MX.erfinv
 gammaln, digamma, psi, polygamma, multigammaln = MX.lgamma, MX.digamma, MX.digamma, MX.polygamma, MX.mvlgamma
 gammainc, gammaincc = MX.igamma, MX.igammac
-logsumexp, xlogy, sinc, round = F.logsumexp, MX.xlogy, MX.sinc, F.round  # noqa: A001
+logsumexp, xlogy, sinc, round = F.logsumexp, MX.xlogy, MX.sinc, F.round
 log1p, expm1, exp2 = F.log1p, F.expm1, F.exp2
 
 _SQRT_HALF = math.sqrt(0.5)

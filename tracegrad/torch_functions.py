@@ -181,7 +181,7 @@ def rsub(input, other, alpha=1):
     return F.sub(other, input, alpha=alpha)
 
 
-def range(start=0, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False):  # noqa: A001
+def range(start=0, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False):
     """``start`` to ``end`` *inclusive* by ``step``, in the default float dtype (deprecated in
     PyTorch for ``arange``)."""
     from .creation import tensor

@@ -23,7 +23,7 @@ def make_view(out, src, view_fn, inv_fn):
     if src._base is not None:
         outer_fn, outer_inv = src._view_fn, src._view_inv
         root = src._base
-        fn = lambda b: view_fn(outer_fn(b))  # noqa: E731
+        fn = lambda b: view_fn(outer_fn(b))
         inv = None if inv_fn is None or outer_inv is None else (lambda r: outer_inv(inv_fn(r)))
     else:
         root, fn, inv = src, view_fn, inv_fn

@@ -78,7 +78,7 @@ class _DecoratorContextManager:
                         with self.clone():
                             gen.close()
                         raise
-                    except BaseException as exc:  # noqa: BLE001  (forwarded into the generator)
+                    except BaseException as exc:  # (forwarded into the generator)
                         with self.clone():
                             response = gen.throw(exc)
                     else:

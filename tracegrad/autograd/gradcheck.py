@@ -270,7 +270,7 @@ def _check_batched_grad(func, inputs, diff, atol, rtol, raise_exception):
     rng = np.random.default_rng(1)
     for i, out in enumerate(outs):
         gos = creation.tensor(rng.standard_normal((2, *out.shape)), dtype=out.dtype)
-        one = lambda g: tuple(grad(out, tensors, g, retain_graph=True, allow_unused=True))  # noqa: E731
+        one = lambda g: tuple(grad(out, tensors, g, retain_graph=True, allow_unused=True))
         batched = vmap(lambda g: tuple(x if x is not None else creation.zeros_like(t)
                                        for x, t in zip(one(g), tensors)))(gos)
         for k in range(2):

@@ -460,6 +460,6 @@ def fix_grad(grad, shape, dtype):
 
 
 # PyTorch's torch.autograd.graph also hosts the saved-tensor hooks and multi-grad hooks.
-from .saved_hooks import (allow_mutation_on_saved_tensors, disable_saved_tensors_hooks,  # noqa: E402
+from .saved_hooks import (allow_mutation_on_saved_tensors, disable_saved_tensors_hooks,  # noqa: E402,F401
                           save_on_cpu, saved_tensors_hooks)
-from .multi_grad_hook import register_multi_grad_hook  # noqa: E402
+from .multi_grad_hook import register_multi_grad_hook  # noqa: E402,F401

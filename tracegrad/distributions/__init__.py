@@ -19,8 +19,8 @@ implicit reparametrization gradients (gamma_sampling.py).
 >>> tg.distributions.kl_divergence(p, q)
 tensor(0.5000)
 """
-from . import constraints  # noqa: F401  (tg.distributions.constraints, as PyTorch's)
-from . import transforms  # noqa: F401
+from . import constraints  # (tg.distributions.constraints, as PyTorch's)
+from . import transforms
 from .constraint_registry import biject_to, transform_to
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
 from .continuous_bernoulli import ContinuousBernoulli
@@ -40,9 +40,9 @@ from .transformed import Gumbel, HalfCauchy, HalfNormal, LogNormal, Pareto, Tran
 from .transformed_extra import InverseGamma, Kumaraswamy, LogisticNormal
 from .von_mises import VonMises
 from .wishart import Wishart
-from .transforms import *  # noqa: F401,F403  (the transforms at the top level too, as PyTorch's)
+from .transforms import *  # (the transforms at the top level too, as PyTorch's)
 from .transforms import __all__ as _transforms_all
-from . import kl, kl_cross, kl_more  # noqa: F401  (register their pairs)
+from . import kl, kl_cross, kl_more  # (register their pairs)
 
 __all__ = ["Distribution", "ExponentialFamily", "Normal", "Uniform", "Laplace", "Cauchy", "Exponential", "Bernoulli", "Categorical",
            "OneHotCategorical", "MultivariateNormal", "Independent", "Gamma", "Chi2", "Beta", "Dirichlet",

@@ -17,10 +17,10 @@ tensor([2.6931, 3.6931])
 """
 from .transform_base import (CatTransform, ComposeTransform, IndependentTransform, ReshapeTransform,  # noqa: F401
                              StackTransform, Transform, _InverseTransform, identity_transform)
-from .transform_pointwise import (AbsTransform, AffineTransform, CumulativeDistributionTransform,  # noqa: F401
+from .transform_pointwise import (AbsTransform, AffineTransform, CumulativeDistributionTransform,
                                   ExpTransform, PowerTransform, SigmoidTransform, SoftplusTransform,
                                   TanhTransform)
-from .transform_vector import (CorrCholeskyTransform, LowerCholeskyTransform,  # noqa: F401
+from .transform_vector import (CorrCholeskyTransform, LowerCholeskyTransform,
                                PositiveDefiniteTransform, SoftmaxTransform, StickBreakingTransform)
 
 __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",

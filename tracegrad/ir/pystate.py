@@ -430,7 +430,7 @@ class PyGuard:
     def reason(self):
         try:
             now = self.now()
-        except Exception:  # noqa: BLE001  (an emptied cell: any reason will do)
+        except Exception:  # (an emptied cell: any reason will do)
             now = MISSING
         return f"{self.desc} changed: it was {_short(self.value)}, now {_short(now)}"
 
@@ -444,7 +444,7 @@ def _own_const(ns):
 
 
 def _compile(src, ns):
-    return eval(compile(src, "<tracegrad guard>", "eval"), ns)  # noqa: S307  (generated here)
+    return eval(compile(src, "<tracegrad guard>", "eval"), ns)  # (generated here)
 
 
 def _short(v):
@@ -602,5 +602,5 @@ def same_value(a, b):
         return len(a) == len(b) and all(map(same_value, a, b))
     try:
         return bool(a == b)
-    except Exception:  # noqa: BLE001  (an object whose == is not a bool: compare identity)
+    except Exception:  # (an object whose == is not a bool: compare identity)
         return a is b

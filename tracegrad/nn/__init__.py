@@ -20,19 +20,19 @@ from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Lin
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, HuberLoss, L1Loss, MSELoss,
                    MultiLabelMarginLoss, MultiMarginLoss, NLLLoss, SmoothL1Loss,
                    TripletMarginWithDistanceLoss)
-from .layers_more import (LAYERS_MORE, CELU, SELU, AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa: F401
+from .layers_more import (LAYERS_MORE, CELU, SELU, AdaptiveAvgPool1d, AdaptiveAvgPool2d,
                           AdaptiveAvgPool3d, CosineEmbeddingLoss, CosineSimilarity, Dropout2d,
                           GaussianNLLLoss, Hardshrink, Hardsigmoid, Hardswish, HingeEmbeddingLoss,
                           InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, KLDivLoss, MarginRankingLoss,
                           MultiLabelSoftMarginLoss, PairwiseDistance, PixelShuffle, PixelUnshuffle,
                           PoissonNLLLoss, PReLU, ReLU6, Softmin, SoftMarginLoss, Softshrink, Tanhshrink,
                           Threshold, TripletMarginLoss, Upsample)
-from .layers_extra import (LAYERS_EXTRA, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d,  # noqa: F401
+from .layers_extra import (LAYERS_EXTRA, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d,
                            AlphaDropout, Bilinear, ChannelShuffle, ConvTranspose1d, Dropout1d, Dropout3d,
                            EmbeddingBag, FeatureAlphaDropout, Fold, LocalResponseNorm, LPPool1d, LPPool2d,
                            LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, RMSNorm, RReLU, Softmax2d, Unfold,
                            UpsamplingBilinear2d, UpsamplingNearest2d)
-from .lazy import (LAZY_MODULES, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d,  # noqa: F401
+from .lazy import (LAZY_MODULES, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d,
                    LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d,
                    LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear)
 from .adaptive import AdaptiveLogSoftmaxWithLoss

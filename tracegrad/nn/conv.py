@@ -187,7 +187,7 @@ class Conv1d(Conv2d):
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        one = lambda v: (v,) if isinstance(v, int) else tuple(v)  # noqa: E731
+        one = lambda v: (v,) if isinstance(v, int) else tuple(v)
         super().__init__(in_channels, out_channels, (1,) + one(kernel_size), (1,) + one(stride),
                          padding if isinstance(padding, str) else (0,) + one(padding),
                          (1,) + one(dilation), groups, bias, padding_mode, device, dtype)
@@ -235,7 +235,7 @@ class AvgPool1d(AvgPool2d):
     """Mean over ``kernel_size`` windows of ``(N, C, L)``."""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-        one = lambda v: (v,) if isinstance(v, int) else tuple(v)  # noqa: E731
+        one = lambda v: (v,) if isinstance(v, int) else tuple(v)
         super().__init__(one(kernel_size), None if stride is None else one(stride), one(padding),
                          ceil_mode, count_include_pad)
 

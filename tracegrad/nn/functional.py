@@ -945,56 +945,56 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return T.squeeze(out, 0) if input.ndim == 2 else out
 
 
-from .functional_more import *  # noqa: E402,F401,F403  (more of torch.nn.functional)
+from .functional_more import *  # noqa: E402, F403  (more of torch.nn.functional)
 from .functional_more import __all__ as _more  # noqa: E402
 
 __all__ += _more
 
-from .losses_more import *  # noqa: E402,F401,F403  (more losses and distances)
+from .losses_more import *  # noqa: E402, F403  (more losses and distances)
 from .losses_more import __all__ as _losses  # noqa: E402
 
 __all__ += _losses
 
-from .functional_pool import *  # noqa: E402,F401,F403  (adaptive max, Lp pooling, conv_transpose1d)
+from .functional_pool import *  # noqa: E402, F403  (adaptive max, Lp pooling, conv_transpose1d)
 from .functional_pool import __all__ as _pool  # noqa: E402
 
 __all__ += _pool
 
-from .functional_grid import *  # noqa: E402,F401,F403  (affine_grid, grid_sample)
+from .functional_grid import *  # noqa: E402, F403  (affine_grid, grid_sample)
 from .functional_grid import __all__ as _grid  # noqa: E402
 
 __all__ += _grid
 
-from .functional_extra import *  # noqa: E402,F401,F403  (norms, dropouts, in-place activations)
+from .functional_extra import *  # noqa: E402, F403  (norms, dropouts, in-place activations)
 from .functional_extra import __all__ as _extra  # noqa: E402
 
 __all__ += _extra
 
-from .losses_ctc import *  # noqa: E402,F401,F403  (ctc_loss)
+from .losses_ctc import *  # noqa: E402, F403  (ctc_loss)
 from .losses_ctc import __all__ as _ctc  # noqa: E402
 
 __all__ += _ctc
 
-from .functional_conv_transpose import *  # noqa: E402,F401,F403  (conv_transpose3d)
+from .functional_conv_transpose import *  # noqa: E402, F403  (conv_transpose3d)
 from .functional_conv_transpose import __all__ as _conv_transpose  # noqa: E402
 
 __all__ += _conv_transpose
 
-from .functional_mha import *  # noqa: E402,F401,F403  (multi_head_attention_forward)
+from .functional_mha import *  # noqa: E402, F403  (multi_head_attention_forward)
 from .functional_mha import __all__ as _mha  # noqa: E402
 
 __all__ += _mha
 
-from .functional_fractional import *  # noqa: E402,F401,F403  (fractional max pooling)
+from .functional_fractional import *  # noqa: E402, F403  (fractional max pooling)
 from .functional_fractional import __all__ as _fractional  # noqa: E402
 
 __all__ += _fractional
 
-from .functional_conv_tbc import *  # noqa: E402,F401,F403  (conv_tbc)
+from .functional_conv_tbc import *  # noqa: E402, F403  (conv_tbc)
 from .functional_conv_tbc import __all__ as _conv_tbc  # noqa: E402
 
 __all__ += _conv_tbc
 
-from .linear_cross_entropy import linear_cross_entropy  # noqa: E402,F401  (PyTorch 2.13's)
+from .linear_cross_entropy import linear_cross_entropy  # noqa: E402  (PyTorch 2.13's)
 
 __all__ += ["linear_cross_entropy"]

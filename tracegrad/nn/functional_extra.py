@@ -94,7 +94,7 @@ def pdist(input, p=2):
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     i, j = np.triu_indices(input.shape[0], 1)
-    rows = lambda idx: I.INDEX(input, T.to_tensor(idx.astype(np.int64)), dim=0)  # noqa: E731
+    rows = lambda idx: I.INDEX(input, T.to_tensor(idx.astype(np.int64)), dim=0)
     return norm(T.sub(rows(i), rows(j)), p, -1)
 
 

@@ -187,7 +187,7 @@ def _max_unpool(input, indices, kernel, stride, padding, output_size):
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The inverse of ``max_pool1d(..., return_indices=True)``: zeros but at the indices."""
-    one = (lambda v: None if v is None else ((v,) if isinstance(v, int) else tuple(v)))  # noqa: E731
+    one = (lambda v: None if v is None else ((v,) if isinstance(v, int) else tuple(v)))
     return _max_unpool(input, indices, one(kernel_size), one(stride), one(padding), output_size)
 
 

@@ -231,7 +231,7 @@ class _MaxUnpool(Module):
 
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
-        size = (lambda v: (v,) * self.size if isinstance(v, int) else tuple(v))  # noqa: E731
+        size = (lambda v: (v,) * self.size if isinstance(v, int) else tuple(v))
         self.kernel_size = size(kernel_size)
         self.stride = size(stride if stride is not None else kernel_size)
         self.padding = size(padding)

@@ -152,7 +152,7 @@ class RNNBase(Module):
 
     def _weights(self, layer, d):
         suffix = f"_l{layer}" + ("_reverse" if d else "")
-        get = lambda n: getattr(self, n + suffix) if self.bias or n.startswith("weight") else None  # noqa: E731
+        get = lambda n: getattr(self, n + suffix) if self.bias or n.startswith("weight") else None
         w_hr = getattr(self, "weight_hr" + suffix) if self.proj_size else None
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), w_hr
 

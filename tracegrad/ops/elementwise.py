@@ -202,7 +202,7 @@ def _special(name):
     """scipy.special's ``name`` (erf, erfc) where SciPy is installed, else math's per element."""
     def impl(x):
         try:
-            from scipy import special  # noqa: PLC0415  (optional dependency)
+            from scipy import special  # (optional dependency)
         except ImportError:
             return np.vectorize(getattr(math, name), otypes=[x.dtype])(x)
         return getattr(special, name)(x).astype(x.dtype, copy=False)
@@ -430,7 +430,7 @@ _SIGNS_DIFFER = "({0} % {1} != 0 && (({0} % {1} < 0) != ({1} < 0)))"  # (floor a
 # the derivative in the divisor is -trunc(a / b) (fmod) or -floor(a / b) (remainder), as in
 # PyTorch; the samples keep the divisor away from 0
 # (on integers: tests/test_arithmetic_semantics.py)
-_MOD_SAMPLES = lambda: [(("any", "nonzero"), {}), ((("any", (3, 1)), ("nonzero", (4,))), {})]  # noqa: E731
+_MOD_SAMPLES = lambda: [(("any", "nonzero"), {}), ((("any", (3, 1)), ("nonzero", (4,))), {})]
 FMOD = binary("fmod", _integer_divisor_checked(np.fmod),
               *_partials(None, lambda ctx: -(ctx.input(0) / ctx.input(1)).trunc()),
               c="fmod({0}, {1})", c_int=_integer_c("({ctype})0", "{0} % {1}"), sample=_MOD_SAMPLES)
@@ -460,7 +460,7 @@ def _infer_division(category_ok):
     return infer
 
 
-_INT_SAMPLES = lambda: [(("signed_int", "nonzero_int"), {}),  # noqa: E731
+_INT_SAMPLES = lambda: [(("signed_int", "nonzero_int"), {}),
                         ((("signed_int", (3, 1)), ("nonzero_int", (4,))), {})]
 # floor division of floats is NumPy's and PyTorch's (both CPython's float //: from fmod, so
 # 1.0 // 0.1 is 9, not floor(1.0 / 0.1) = 10; inf // x is nan): runtime.h.j2 tg_floor_divide.

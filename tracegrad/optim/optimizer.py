@@ -434,10 +434,10 @@ def _guard_options(opt):
         get = group.get
         if "momentum" in tensors:
             what = ", ".join(keys + ("momentum == 0",))
-            read = lambda get=get, keys=keys: (*map(get, keys), get("momentum") == 0)  # noqa: E731
+            read = lambda get=get, keys=keys: (*map(get, keys), get("momentum") == 0)
         else:
             what = ", ".join(keys)
-            read = lambda get=get, keys=keys: tuple(map(get, keys))  # noqa: E731
+            read = lambda get=get, keys=keys: tuple(map(get, keys))
         # one guard per group, not one per option: the guards run on every call (five options
         # of SGD cost ~1 us as separate guards). Equal values of another type (0 and 0.0,
         # False and 0) are the same option to the optimizer's arithmetic.

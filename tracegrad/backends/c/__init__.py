@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .lower import BLAS_SERIAL_WORK, Unsupported, matmul_work  # noqa: F401  (Unsupported: compiler.py catches it)
-from .toolchain import MVEC_BINARY, MVEC_FUNCTIONS, CompileFailed, NoCompiler  # noqa: F401
+from .lower import BLAS_SERIAL_WORK, Unsupported, matmul_work  # (Unsupported: compiler.py catches it)
+from .toolchain import MVEC_BINARY, MVEC_FUNCTIONS, CompileFailed, NoCompiler
 
 CODEGEN_VERSION = 3  # 2: tg_set_blas takes OpenBLAS's thread-count setter/getter; 3: and ?omatcopy
 _ffi = None
@@ -329,7 +329,7 @@ class CExecutable:
             _pin_openmp_runtime()
         b = (blas() if options.get("blas", True) else None) or NO_BLAS
         self.blas = b.description
-        ptr = lambda address: ffi.cast("void *", address or 0)  # noqa: E731
+        ptr = lambda address: ffi.cast("void *", address or 0)
         self._lib.tg_set_blas(ptr(b.sgemm), ptr(b.dgemm), b.ilp64, ptr(b.threads_local),
                               ptr(b.set_threads), ptr(b.get_threads), ptr(b.somatcopy),
                               ptr(b.domatcopy))

@@ -16,7 +16,7 @@ def parallel2_address():
     if _address is None:
         try:
             _address = _load()
-        except Exception as e:  # noqa: BLE001 (any build or load failure: run the halves in turn)
+        except Exception as e:  # (any build or load failure: run the halves in turn)
             import warnings
 
             warnings.warn(f"tracegrad: the worker thread of split programs is unavailable ({e}); "

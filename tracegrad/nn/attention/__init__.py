@@ -65,4 +65,4 @@ def sdpa_kernel(backends, set_priority=False):
 
 
 # the submodule, as torch.nn.attention.flex_attention (imported so the attribute exists)
-from . import flex_attention  # noqa: E402, F401
+from . import flex_attention

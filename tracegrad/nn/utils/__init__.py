@@ -21,11 +21,11 @@ from ... import composites as C
 from ... import functional as T
 from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
-from . import fusion, parametrizations, parametrize, prune, rnn, stateless  # noqa: F401  (tg.nn.utils.rnn, ...)
-from .fusion import (fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval,  # noqa: F401
+from . import fusion, parametrizations, parametrize, prune, rnn, stateless  # (tg.nn.utils.rnn, ...)
+from .fusion import (fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval,
                      fuse_linear_bn_weights)
-from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: F401
-from .weight_norm import remove_weight_norm, weight_norm  # noqa: F401
+from .spectral_norm import remove_spectral_norm, spectral_norm
+from .weight_norm import remove_weight_norm, weight_norm
 
 
 def _as_list(tensors):

@@ -202,7 +202,7 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     extended = T.cat([data, filler], 0)
     starts = np.concatenate([[0], np.cumsum(sizes)])
     pad_row = int(starts[-1])
-    where = lambda t, b: int(starts[t]) + b if t < len(sizes) and b < sizes[t] else pad_row  # noqa: E731
+    where = lambda t, b: int(starts[t]) + b if t < len(sizes) and b < sizes[t] else pad_row
     rows = [where(t, b) for b in range(batch) for t in range(steps)] if batch_first else \
         [where(t, b) for t in range(steps) for b in range(batch)]
     shape = ((batch, steps) if batch_first else (steps, batch)) + tuple(data.shape[1:])
