@@ -181,7 +181,7 @@ def test_parameter_read_after_its_update_is_computed(case):
     x = tg.tensor(np.arange(16, dtype=np.float32).reshape(4, 4) / 16)
     runs = _c_interp_eager(make, lambda fn, st: fn(x).numpy())
     _check_same(runs)
-    fn, (w, v) = runs[0][2], runs[0][1]
+    fn = runs[0][2]
     exe = fn.programs[-1].executable
     assert exe.inplace and exe.deferred, "the hazard was not detected"
     written = _written_in_place(fn)
@@ -212,7 +212,7 @@ def test_backward_sees_the_value_before_an_in_place_update():
         w, = _state((3,), seed=2)
 
         def f(x):
-            y = (x * (w + 0)).sum()  # saves w + 0 (the passes may make it w itself)
+            y = (x * (w * 1)).sum()  # saves w * 1 (the passes make it w itself)
             with tg.no_grad():
                 w.mul_(0.5)
             return y
@@ -236,30 +236,40 @@ def test_backward_sees_the_value_before_an_in_place_update():
 
 
 # ----------------------------------------------------------------------------- aliasing
-def test_overlapping_targets_fall_back_to_copies():
-    """Two mutated arguments that are views of one storage: the call must copy (as the
-    interpreter does), never write one target while the other is still to be read."""
+def test_overlapping_targets_fall_back_to_eager():
+    """Two mutated arguments that are views of one storage: the trace cannot express that
+    overlap, so the call runs eagerly with a warning (ir/aliasing.py) and equals eager; a
+    disjoint call afterwards is compiled and written in place again."""
 
     def f(a, b):
         a.mul_(2)
         b.copy_(b.flip(0) + 1)
 
-    results = []
+    base = tg.tensor(np.arange(8, dtype=np.float32))
+    f(base[0:4], base[2:6])
+    want = base.numpy().copy()
     for backend in ("c", "interpreter"):
-        fn = tg.compile(f, backend=backend, fullgraph=True)
+        fn = tg.compile(f, backend=backend)
         base = tg.tensor(np.arange(8, dtype=np.float32))
         fn(tg.zeros(4), tg.zeros(4))  # compiled for disjoint arguments first
-        fn(base[0:4], base[2:6])  # overlapping: same guards, aliasing arrays
-        results.append(base.numpy().copy())
+        with pytest.warns(RuntimeWarning, match="share memory"):
+            fn(base[0:4], base[2:6])  # overlapping: same shapes, aliasing arrays
+        _close(base.numpy(), want)
         if backend == "c":
-            assert _written_in_place(fn) == []
-            fn(tg.zeros(4), tg.zeros(4))  # disjoint again: in place again
-            assert _written_in_place(fn)
-    _close(results[0], results[1])
+            fn(tg.zeros(4), tg.zeros(4))  # disjoint again: the compiled program, in place
+            assert fn.programs[0].calls == 2 and _written_in_place_by(fn.programs[0])
+        with pytest.raises(tg.compiler.CompileError, match="share memory"):
+            tg.compile(f, backend=backend, fullgraph=True)(base[0:4], base[2:6])
+
+
+def _written_in_place_by(prog):
+    exe = prog.executable
+    return sorted(pos for pos, _, _ in exe._into[2]) if exe._into else []
 
 
 def test_target_that_another_input_views_falls_back():
-    """An argument that views a parameter the program writes back into."""
+    """An argument that views a parameter the program writes back into: that call runs
+    eagerly (with a warning), as the trace cannot see the overlap; copies still compile."""
 
     def make():
         w, = _state((3, 4), seed=3)
@@ -272,7 +282,7 @@ def test_target_that_another_input_views_falls_back():
     out = []
     for backend in ("c", "interpreter", None):
         (w,), f = make()
-        fn = tg.compile(f, backend=backend, fullgraph=True) if backend else f
+        fn = tg.compile(f, backend=backend) if backend else f
         fn(tg.ones(4, 3))
         fn(w.t().contiguous())  # a copy: no aliasing
         if backend == "c":
@@ -280,10 +290,12 @@ def test_target_that_another_input_views_falls_back():
             exe = fn.programs[-1].executable
             assert [k for _, k in exe.inplace] == [-1]
         before = w.numpy().copy()
-        fn(w.view(4, 3))  # a contiguous view of w itself: reads what it overwrites
+        if backend:
+            with pytest.warns(RuntimeWarning, match="argument x and w share memory"):
+                fn(w.view(4, 3))  # a contiguous view of w itself: reads what it overwrites
+        else:
+            fn(w.view(4, 3))
         out.append((w.numpy().copy(), before.reshape(4, 3).T))
-        if backend == "c":
-            assert _written_in_place(fn) == []
     for w_now, before in out:
         _close(w_now, before * 2)
 

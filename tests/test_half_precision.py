@@ -75,7 +75,7 @@ def test_dtype_basics():
     assert b.tolist() == [1.0, 3.140625] and "dtype=tracegrad.bfloat16" in repr(b)
     for narrow in (x, b):
         with pytest.raises(NotImplementedError, match=f"{narrow.dtype.name} of in 'x' has no C ABI code"):
-            tg.export(lambda x: x * 2, narrow, name="double")
+            tg.export(lambda x: x * 2, narrow, name="twice")
 
 
 @needs_torch

@@ -344,6 +344,7 @@ for t in threads:
     t.join()
 print(json.dumps({"errors": errors, "values": values,
                   "built": sum(p.executable.cache_hit is False for p in f.programs),
+                  "programs": len(f.programs),
                   "kinds": sorted({type(p.executable).__name__ for p in f.programs})}))
 """
 
@@ -356,6 +357,7 @@ def test_threads_racing_on_first_calls_never_fail_and_build_once(tmp_path):
     assert len({json.dumps(v) for v in r["values"]}) == 1
     assert r["kinds"] == ["CExecutable"]
     assert r["built"] == 1
+    assert r["programs"] == 1  # one thread traced; the others waited and reused its program
     assert len(list(cdir.glob("*.so"))) == 1
     assert not list(cdir.glob(".build-*")) and not list(cdir.glob("*.tmp*"))
 

@@ -13,21 +13,23 @@ tensor(3.)
 from __future__ import annotations
 
 import functools
-import logging
-import os
+import threading
 import warnings
 
 from . import pytree
+from ._logging import enabled as _log_enabled
+from ._logging import log as _log
+from ._logging import switch as _log_switch
 from .autograd import anomaly as _anomaly
 from .autograd import forward_ad as _forward_ad
 from .autograd import grad_mode
 from .autograd import saved_hooks as _saved_hooks
 from .autograd.graph import SavedTensorsFreed
+from .ir import aliasing as _aliasing
 from .ir import autodiff, partition, trace
 from .ir.capture import trace_function
 from .program import Program
 
-log = logging.getLogger("tracegrad")
 BACKENDS = ("c", "interpreter")
 # backends of the API that this version does not have: asked for, they are refused by name
 NOT_BUILT = {"cuda": "backend='cuda' is not available in this version of tracegrad (no CUDA code "
@@ -37,41 +39,6 @@ CACHE_SIZE_LIMIT = 8
 
 class CompileError(RuntimeError):
     """Raised with ``fullgraph=True`` when a function cannot be captured; says why and where."""
-
-
-_log_topics = (None, frozenset())  # (TRACEGRAD_LOG as last read, its topics)
-
-
-def _log_variable_reader():
-    """() -> TRACEGRAD_LOG's current value (None when unset), read at every compiled call since
-    it may change at run time. os.environ.get costs ~0.6 us (a Mapping method, key and value
-    encoded each time); CPython's os.environ keeps the encoded variables in a dict, read here
-    directly (~0.05 us) where it exists."""
-    env = os.environ
-    data, encode = getattr(env, "_data", None), getattr(env, "encodekey", None)
-    if isinstance(data, dict) and encode is not None:
-        return functools.partial(data.get, encode("TRACEGRAD_LOG"))
-    return functools.partial(env.get, "TRACEGRAD_LOG")
-
-
-_read_log_variable = _log_variable_reader()
-
-
-def _log_enabled(topic):
-    global _log_topics
-    raw = _read_log_variable()
-    if raw != _log_topics[0]:
-        text = os.fsdecode(raw) if isinstance(raw, bytes) else (raw or "")
-        _log_topics = (raw, frozenset(t.strip() for t in text.split(",")))
-    return topic in _log_topics[1]
-
-
-def _log(topic, msg, *args):
-    if _log_enabled(topic):
-        if not log.handlers and not logging.getLogger().handlers:
-            logging.basicConfig(level=logging.INFO, format="[tracegrad %(message)s")
-        log.setLevel(logging.INFO)
-        log.info(f"{topic}] " + msg, *args)
 
 
 def _build(backend, graph, options):
@@ -241,10 +208,10 @@ def _first_program_hit(prog):
     if type(prog) is not Program or not check or not run:
         return None
     hooks, grad, anomaly, forward = _saved_hooks._state, grad_mode._state, _anomaly, _forward_ad
-    read_log = _read_log_variable
+    logs = _log_switch  # (logs.on: one attribute read while no log topic is on)
 
     def hit(args):
-        if hooks.stack or anomaly._enabled or forward._state is not None or read_log() is not None:
+        if hooks.stack or anomaly._enabled or forward._state is not None or (logs.on and logs.refresh()):
             return _MISS  # (autograd state that may block compiled code; logging asked for)
         flat = list(args)
         return run(flat) if check(flat, grad.grad) else _MISS
@@ -268,6 +235,7 @@ class CompiledFunction:
         self.programs = []
         self.breaks = []  # reasons this function fell back to eager
         self._warned_limit = False
+        self._compile_lock = threading.RLock()  # (a traced function may call itself compiled)
         self._eager = False
         # the call of programs[0], checked first (_first_program_hit); False where it has none
         self._hit = None
@@ -324,15 +292,30 @@ class CompiledFunction:
                     RuntimeWarning, stacklevel=2)
                 self._warned_limit = True
             return self.fn(*args, **kwargs)
-        prog = self._capture(args, kwargs)
+        prog = self._capture_once(args, kwargs, flat, spec, enabled, len(reasons))
         if prog is None:
             return self.fn(*args, **kwargs)
-        if spec is None:
-            spec = pytree.flatten((args, kwargs))[1]
-        prog = self._dynamic_wrap(prog, flat, spec)
-        self.programs.append(prog)
-        _log("cache", "%s: compiled program %d", self.__name__, len(self.programs))
         return prog.run(flat)
+
+    def _capture_once(self, args, kwargs, flat, spec, enabled, n_checked):
+        """Trace and build a program for this call, or None (eager). Threads that miss at once
+        take turns: a later one first checks the programs the others added meanwhile, so one
+        call traces where eight threads' first calls would each have traced their own."""
+        with self._compile_lock:
+            for prog in self.programs[n_checked:]:
+                if prog.mismatch(flat, enabled) is None:
+                    return prog
+            if self._eager:
+                return None
+            prog = self._capture(args, kwargs)
+            if prog is None:
+                return None
+            if spec is None:
+                spec = pytree.flatten((args, kwargs))[1]
+            prog = self._dynamic_wrap(prog, flat, spec)
+            self.programs.append(prog)
+            _log("cache", "%s: compiled program %d", self.__name__, len(self.programs))
+            return prog
 
     def _autograd_state_blocker(self, flat, args, kwargs):
         """Why autograd state outside the arguments' guards (custom saved-tensor hooks, anomaly
@@ -360,9 +343,21 @@ class CompiledFunction:
         warnings.warn(msg + "; running this call eagerly.", RuntimeWarning, stacklevel=3)
         return self.fn(*args, **kwargs)
 
+    def _alias_fallback(self, af, args, kwargs):
+        """Inputs that overlap in a way the trace cannot express (ir/aliasing.py): this call,
+        and later ones with the same aliasing, run eagerly behind an EagerFallback entry (other
+        calls still compile); fullgraph=True raises."""
+        msg = f"tg.compile: graph break in {self.__name__}: {af.reason}"
+        self.breaks.append((af.reason, None))
+        if self.fullgraph:
+            raise CompileError(msg) from None
+        _log("breaks", "%s", msg)
+        warnings.warn(msg + "; running calls with this aliasing eagerly.", RuntimeWarning, stacklevel=4)
+        return _aliasing.EagerFallback(af.capture, self.fn, pytree.flatten((args, kwargs))[1], af.reason)
+
     def _dynamic_wrap(self, prog, flat, spec):
         """With dynamic=True, one DynamicProgram (leading sizes free) stands for ``prog``."""
-        if not self.dynamic:
+        if not self.dynamic or isinstance(prog, _aliasing.EagerFallback):
             return prog
         from .dynamic import DynamicProgram, trace_listing
 
@@ -379,6 +374,8 @@ class CompiledFunction:
         try:
             return capture_program(self.fn, args, kwargs, self.backend, self._build_options(),
                                    name=self.graph_name)
+        except _aliasing.AliasFallback as af:
+            return self._alias_fallback(af, args, kwargs)
         except trace.GraphBreak as gb:
             where = f" at {gb.where}" if gb.where else ""
             msg = f"tg.compile: graph break in {self.__name__}: {gb.reason}{where}"
@@ -411,7 +408,9 @@ class CompiledFunction:
 COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
-def compile(fn=None, *, backend="c", fullgraph=False, dynamic=False, options=None, mode=None, disable=False):
+# (the parameter `disable` is torch.compile's; tg.compiler.disable, bound below, is a function)
+def compile(fn=None, *, backend="c", fullgraph=False, dynamic=False, options=None, mode=None,
+            disable=False):  # noqa: F811
     """Compile ``fn`` (a function or a ``tg.nn.Module``). Usable as ``@tg.compile``,
     ``@tg.compile(backend=...)`` or ``tg.compile(module)``.
 

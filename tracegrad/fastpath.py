@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ir.pystate import _Code, value_cond
 from .tensor import Tensor
 
 _new = object.__new__
@@ -68,7 +69,7 @@ class _Source:
     def build(self, fn_name):
         src = "\n".join(self.lines) + "\n"
         ns = dict(self.names)
-        exec(compile(src, f"<tracegrad fastpath {fn_name}>", "exec"), ns)  # noqa: S102
+        exec(compile(src, f"<tracegrad fastpath {fn_name}>", "exec"), ns)
         fn = ns[fn_name]
         fn.source = src
         return fn
@@ -92,8 +93,8 @@ def compile_check(cap, relaxed=False):
         if kind == "tensor":
             cond = (f"isinstance({x}, {T}) and {_shape_cond(s, x, g[1], relaxed)} and "
                     f"{x}._dtype is {s.const(g[2])} and {x}._requires_grad == {s.const(g[3])}")
-        elif kind == "value":
-            cond = f"type({x}) is {s.const(g[1])} and not ({x} != {s.const(g[2])})"
+        elif kind == "value":  # by bits for floats (pystate.value_cond)
+            cond = value_cond(_Code(s.const), x, g[2], frozenset(), [])
         elif kind == "array":
             nd = s.const(np.ndarray)
             cond = (f"isinstance({x}, {nd}) and {x}.shape == {s.const(g[1])} and "
@@ -111,8 +112,12 @@ def compile_check(cap, relaxed=False):
         elif kind == "grad_is_none":
             cond = f"({_real(s, g[1])}._grad is None) == {s.const(g[2])}"
         elif kind == "value":
-            L.append(f"    now = {s.const(g[2])}()")
-            cond = f"type(now) is {s.const(type(g[3]))} and not (now != {s.const(g[3])})"
+            cond = value_cond(_Code(s.const), f"{s.const(g[2])}()", g[3], frozenset(), [])
+        elif kind == "py":  # Python state the trace read (ir/pystate.py)
+            cond = g[1].inline(s.const)
+        elif kind == "alias":  # which bound tensors share memory (ir/aliasing.py)
+            L.extend(g[1].fast_lines(s))
+            continue
         elif kind == "grad_shape":
             L.append(f"    gr = {_real(s, g[1])}._grad")
             cond = f"gr is not None and {_shape_cond(s, 'gr', g[2], relaxed)} and gr._dtype is {s.const(g[3])}"

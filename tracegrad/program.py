@@ -9,6 +9,7 @@ import numpy as np
 from . import dtypes as _dt
 from .autograd.graph import Node, SavedTensorsFreed, _modified_message, gradient_edge
 from .ir.capture import bind_inputs
+from .ir.pystate import ModuleStateGuard, same_value
 from .tensor import Tensor
 
 
@@ -87,6 +88,10 @@ class Program:
                 out.append(f"{g[1]} == {g[3]!r}")
             elif g[0] == "grad_shape":
                 out.append(f"{g[4]}: {g[3].short}{list(g[2])}")
+            elif g[0] == "py":
+                out.append(_py_guard_line(g[1]))
+            elif g[0] == "alias":  # (ir/aliasing.py)
+                out.append(g[1].describe())
             else:
                 name = naming.of(g[1]) if naming else str(g[1])  # names the .grad itself
                 out.append(f"{name} is {'None' if g[2] else 'not None'}")
@@ -175,6 +180,8 @@ class Program:
         self.calls += 1
         leaves = [out_tensors[ref] if kind == "value" else flat_args[ref] if kind == "arg" else ref
                   for kind, ref in cap.out_leaves]
+        if cap.view_outputs:  # results that eager returns as views of inputs: views here too
+            leaves = _view_results(cap, leaves, flat_args)
         from . import pytree
 
         return pytree.unflatten(cap.out_spec, leaves)
@@ -182,8 +189,8 @@ class Program:
     def _compile_run(self):
         """The generated run (fastpath.compile_run) where results are fresh buffers, else
         False: the interpreter may return views of inputs, which run() below sorts out."""
-        if not getattr(self.executable, "fresh_results", False):
-            return False
+        if not getattr(self.executable, "fresh_results", False) or self.capture.view_outputs:
+            return False  # (view results are remade by run(): rare enough to leave generic)
         from . import fastpath
 
         return fastpath.compile_run(self, self._targets) or False
@@ -289,7 +296,7 @@ def _arg_mismatch(x, g):
             return (f"expected {g[2].short}{list(g[1])} requires_grad={g[3]}, got "
                     f"{x.dtype.short}{list(x.shape)} requires_grad={x.requires_grad}")
     elif kind == "value":
-        if type(x) is not g[1] or x != g[2]:
+        if not same_value(x, g[2]):
             return f"expected {g[2]!r}, got {x!r}"
     elif kind == "array":
         if not isinstance(x, np.ndarray) or x.shape != g[1] or x.dtype != g[2] \
@@ -298,6 +305,34 @@ def _arg_mismatch(x, g):
     elif x is not g[2]:
         return f"a different {type(x).__name__} object"
     return None
+
+
+def _py_guard_line(guard):
+    """A readable line for a guard on Python state (ir/pystate.py)."""
+    if isinstance(guard, ModuleStateGuard):
+        names = ", ".join(type(m).__name__ for m in guard.modules)
+        return f"module state of {names}: attributes, parameters, buffers, submodules and hooks unchanged"
+    v = guard.value
+    if isinstance(v, (int, float, complex, str, bytes, bool, type(None))):
+        return f"{guard.desc} == {v!r}"
+    return f"{guard.desc} is the same {type(v).__name__} object" + (
+        ", with the attributes read" if guard.attrs and hasattr(v, "__dict__") else "")
+
+
+def _view_results(cap, leaves, flat_args):
+    """``leaves`` with each result that eager returns as a view of an argument or a lifted
+    tensor remade as that view of the real tensor (after the write-backs: it sees them), so
+    that writes through it reach the tensor and it shares the tensor's version counter."""
+    from .ir.aliasing import make_view_result
+
+    leaves = list(leaves)
+    made = {}
+    for pos, (kind, ref, fn, requires_grad) in cap.view_outputs.items():
+        key = id(fn[0])  # (the same traced tensor returned twice: the same view object twice)
+        if key not in made:
+            made[key] = make_view_result(fn, flat_args[ref] if kind == "arg" else ref, requires_grad)
+        leaves[pos] = made[key]
+    return leaves
 
 
 def _alias_of(a, inputs):
@@ -340,8 +375,13 @@ def _state_mismatch(g, flat_args, cap):
             return f"{name} is {'not ' if g[2] else ''}None now"
     elif kind == "value":
         now = g[2]()
-        if type(now) is not type(g[3]) or now != g[3]:
+        if not same_value(now, g[3]):
             return f"{g[1]} changed from {g[3]!r} to {now!r}"
+    elif kind == "py":
+        if not g[1].check():
+            return g[1].reason()
+    elif kind == "alias":  # which bound tensors share memory (ir/aliasing.py)
+        return g[1].mismatch(flat_args)
     elif kind == "grad_shape":
         gr = _real(g[1], flat_args)._grad
         if gr is None or gr._value.shape != g[2] or gr._dtype is not g[3]:

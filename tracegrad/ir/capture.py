@@ -16,7 +16,9 @@ import numpy as np
 from .. import pytree
 from ..autograd import grad_mode
 from ..tensor import Tensor
+from . import aliasing as _aliasing
 from . import names as _names
+from . import pystate
 from .graph import Graph
 from .trace import Tracer, tracing
 
@@ -55,6 +57,9 @@ class Capture:
         self.arg_inputs = {}  # id(graph input Value) -> flat argument index
         self.diff_outputs = []  # (output position, traced tensor) differentiable after the call
         self.freed_outputs = []  # outputs whose graph was consumed by a traced backward()
+        # leaf index -> (kind, ref, view_fn, requires_grad): results that eager returns as views of
+        # an argument ("arg", i) or a lifted tensor ("data", t), remade so after each run (aliasing.py)
+        self.view_outputs = {}
         self.lifted = []
         self.tracer = None
 
@@ -86,7 +91,15 @@ def trace_function(fn, args, kwargs, name=None, extra_guards=(), tracer_cls=Trac
     symbolic, sym_args = [], {}
     with tracing(tracer):
         cap.arg_guards = [arg_guard(x, n) for x, n in zip(flat, cap.arg_names)]
+    # the same tensor passed twice is traced as one tensor (writes through one are seen
+    # through the other, as eagerly); its twin keeps a graph input, which nothing reads
+    same = tracer.alias_same = _aliasing.duplicate_arguments(flat)
     for i, x in enumerate(flat):
+        if i in same:
+            graph.add_input(tuple(x.shape), x.dtype, f"arg {cap.arg_names[i]}")
+            cap.arg_inputs[id(graph.inputs[-1])] = i
+            symbolic.append(symbolic[same[i]])
+            continue
         if isinstance(x, Tensor):
             v = graph.add_input(tuple(x.shape), x.dtype, f"arg {cap.arg_names[i]}")
             s = Tensor._make(v, x.dtype)
@@ -104,12 +117,34 @@ def trace_function(fn, args, kwargs, name=None, extra_guards=(), tracer_cls=Trac
 
     tracer.guard_value("autocast state", amp.state, amp.state())
     sargs, skwargs = pytree.unflatten(spec, symbolic)
+    watch = pystate.Watch()  # the Python code that runs, for guards on what it reads
     with tracing(tracer):
-        result = fn(*sargs, **skwargs)
+        with watch:
+            result = fn(*sargs, **skwargs)
         _finish(cap, tracer, graph, result, sym_args, fn, flat)
+    _guard_python_state(cap, tracer, watch, fn, flat)
     cap.graph = graph
+    _aliasing.finish(cap, flat, same)  # the aliasing guard (or AliasFallback: run eagerly)
     cap.tracer = tracer
     return cap
+
+
+def _guard_python_state(cap, tracer, watch, fn, flat):
+    """Guards on the Python state the trace read (pystate.py); a graph break for what the watch
+    found it cannot guard (nondeterministic calls, assignments a program would not repeat)."""
+    from .trace import GraphBreak
+
+    objects = [(f"argument {n}", x) for n, x in zip(cap.arg_names, flat)
+               if not isinstance(x, (Tensor, np.ndarray) + _SIMPLE)]
+    guards, breaks, modules = pystate.guards_for(watch, fn, objects)
+    if breaks:
+        raise GraphBreak(*breaks[0])
+    cap.state_guards.extend(("py", g) for g in guards)
+    found = _names.reachable(fn, [(n, x) for n, x in zip(cap.arg_names, flat)
+                                  if not isinstance(x, Tensor)])[1]
+    modules += [m for _, m in found]
+    if modules:
+        cap.state_guards.append(("py", pystate.ModuleStateGuard(modules)))
 
 
 def _arg_names(fn, args, kwargs, n_flat):
@@ -148,6 +183,10 @@ def _finish(cap, tracer, graph, result, sym_args, fn, flat):
             if unchanged or not (leaf.requires_grad and cap.grad_enabled):
                 cap.out_leaves.append(("arg", i))  # eager returns the argument object itself
                 continue
+        if isinstance(leaf, Tensor) and leaf._is_traced and leaf._base is not None:
+            view = _aliasing.view_of_input(leaf, tracer, sym_args, getattr(tracer, "alias_same", {}))
+            if view is not None:  # (its value is also an output: export and vmap read that)
+                cap.view_outputs[len(cap.out_leaves)] = view + (leaf.requires_grad,)
         if isinstance(leaf, Tensor) and leaf._is_traced:
             if id(leaf) in out_index:  # the same tensor twice: the same object twice
                 cap.out_leaves.append(("value", out_index[id(leaf)]))
