@@ -149,7 +149,7 @@ def overhead(calls=2000, rounds=7):
     """(step, native, step - native, step with a no-op native call) in seconds for the compiled
     tiny step: medians over ``rounds`` blocks of ``calls`` calls, step and native blocks
     alternating, then the no-op blocks."""
-    from tracegrad.backends.c import _ffi_instance
+    from tracegrad.compiler.backends.c import _ffi_instance
 
     import workloads
 

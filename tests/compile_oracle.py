@@ -68,7 +68,7 @@ def run_both(make, calls=3, tol=1e-5, backend="interpreter", **compile_kwargs):
 
 
 def run_graph(graph, arrays):
-    from tracegrad.backends.interpreter import run_graph as run
+    from tracegrad.compiler.backends.interpreter import run_graph as run
 
     return run(graph, [np.asarray(a) for a in arrays])
 

@@ -292,4 +292,6 @@ NO_TWIN = {
                     "tests/test_nn_functional.py checks its statistics, scaling and determinism",
     "uniform_noise": "random by design (dropout_mask's generator); tests/test_nn_extras.py checks "
                      "rrelu's and gumbel_softmax's statistics and compiled values",
+    "check_index": "a bounds check with no value of its own (PyTorch checks inside each indexing "
+                   "op); tests/test_bounds.py compares its errors with torch's per function",
 }

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tracegrad as tg
-from tracegrad.backends import c as cbackend
+from tracegrad.compiler.backends import c as cbackend
 from tracegrad.ops import samples
 from tracegrad.ops.registry import REGISTRY
 
@@ -254,7 +254,7 @@ def test_index_out_of_bounds_raises_the_interpreters_error():
 
 
 def test_op_without_lowering_falls_back_to_interpreter_with_warning(monkeypatch):
-    from tracegrad.backends.c import kernels
+    from tracegrad.compiler.backends.c import kernels
 
     def refuse(lw, n):
         raise cbackend.Unsupported("gather", "disabled by the test")
@@ -277,7 +277,7 @@ def test_shipped_cffi_module_matches_the_declarations(tmp_path):
     and it is the one in use."""
     from pathlib import Path
 
-    from tracegrad.backends.c import _cffi_abi, _ffi_instance, generate_cffi_module
+    from tracegrad.compiler.backends.c import _cffi_abi, _ffi_instance, generate_cffi_module
 
     drop_version = lambda text: [ln for ln in text.splitlines() if "_version" not in ln]
     fresh = Path(generate_cffi_module(tmp_path)).read_text()
@@ -368,7 +368,7 @@ def test_libm_vector_forms(name, dtype):
     vector forms (toolchain.MVEC_FUNCTIONS) the loop vectorizes through them: within 4 ulp of
     the exact value (glibc's bound) over the whole range, large arguments included, and NumPy's
     values at the edges, signed zeros included. fast_math=False keeps libm's scalar calls."""
-    from tracegrad.backends.c import toolchain
+    from tracegrad.compiler.backends.c import toolchain
 
     rng = np.random.default_rng(3)
     big = float(np.finfo(dtype).max)
@@ -429,7 +429,7 @@ def test_training_steps_match_interpreter(name):
 
 
 def test_openmp_auto_parallelizes_large_programs_without_blas_threaded_products():
-    from tracegrad.backends.c import resolve_openmp
+    from tracegrad.compiler.backends.c import resolve_openmp
 
     def graph(fn, *shapes):
         return tg.compile(fn, backend="interpreter").inspect(*[tg.ones(*s) for s in shapes]).graph
@@ -520,7 +520,7 @@ def test_elementwise_loops_vectorize_without_avx512(case, tmp_path):
     import platform
     import subprocess
 
-    from tracegrad.backends.c import toolchain
+    from tracegrad.compiler.backends.c import toolchain
 
     cc = toolchain.compiler()
     version = subprocess.run([cc, "-v"], capture_output=True, text=True).stderr.splitlines()[-1:]

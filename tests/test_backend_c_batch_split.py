@@ -153,7 +153,7 @@ def test_auto_rule(monkeypatch):
     """Auto splits tiny's MLP from batch 64 on, with two threads allowed; never on one."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import workloads
-    from tracegrad.backends.c import threads
+    from tracegrad.compiler.backends.c import threads
 
     monkeypatch.setattr(threads, "get_num_threads", lambda: 2)
     for batch, want in ((48, False), (64, True)):
@@ -267,7 +267,7 @@ def test_one_thread_runs_both_halves_on_the_caller():
     """``tg.set_num_threads(1)`` after the build: the worker thread runs no half (the caller
     runs both), the numbers stay; back at two threads (where the machine has two cores), the
     worker takes halves again."""
-    from tracegrad.backends.c.pool import worker_runs
+    from tracegrad.compiler.backends.c.pool import worker_runs
 
     tg.manual_seed(0)
     w = tg.randn(128, 128, requires_grad=True)  # (halves long enough for the worker to take one)

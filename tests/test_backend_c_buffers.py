@@ -85,7 +85,7 @@ def test_training_step_grads_kept_across_steps_stay_intact():
 
 _BLAS_SCRIPT = r"""
 import json, os
-from tracegrad.backends.c.toolchain import blas
+from tracegrad.compiler.backends.c.toolchain import blas
 b = blas()
 print(json.dumps({"description": b and b.description, "env": os.environ.get("OPENBLAS_CORETYPE")}))
 """

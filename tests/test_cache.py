@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import tracegrad.cache as cache
+import tracegrad.compiler.cache as cache
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -460,7 +460,7 @@ def test_module_training_flag_is_guarded():
 
 
 def test_cache_size_limit_warns_and_runs_eagerly():
-    from tracegrad import compiler
+    from tracegrad.compiler import api as compiler
 
     cf = tg.compile(lambda x, n: x * n, backend="interpreter")
     x = tg.ones(2)

@@ -23,8 +23,7 @@ torch = pytest.importorskip("torch")
 import tracegrad as tg  # noqa: E402
 import tracegrad.autograd.forward_ad as fwAD  # noqa: E402
 from tracegrad.autograd import functional as AF  # noqa: E402
-from tracegrad.autograd.graph import (  # noqa: E402
-    disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks)
+from tracegrad.autograd.graph import disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks  # noqa: E402
 from tracegrad.compiler import CompileError  # noqa: E402
 
 BACKENDS = ["interpreter", "c"]

@@ -26,5 +26,5 @@ def test_docstring_examples_run(name, tmp_path, monkeypatch):
 def test_the_public_modules_have_examples():
     counts = {name: len([t for t in doctest.DocTestFinder().find(importlib.import_module(name)) if t.examples])
               for name in ("tracegrad", "tracegrad.nn", "tracegrad.nn.functional", "tracegrad.compiler",
-                           "tracegrad.composites", "tracegrad.nn.padding")}
+                           "tracegrad._api.composites", "tracegrad.nn.modules.padding")}
     assert all(counts.values()), counts

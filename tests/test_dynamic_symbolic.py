@@ -7,7 +7,7 @@ import pytest
 
 import tracegrad as tg
 import tracegrad.nn.functional as F
-from tracegrad.backends.c import symbolic
+from tracegrad.compiler.backends.c import symbolic
 
 
 def _builds(compiled):

@@ -610,7 +610,7 @@ def test_exported_scans_scatters_and_special_functions(tmp_path):
 def _has_c_lowering(op):
     """Whether the C backend lowers ``op`` (lower.py: views, folded reductions, elementwise ops
     with a C expression, a ``Lowerer._k_<name>`` kernel)."""
-    from tracegrad.backends.c.lower import FOLD_REDUCTIONS, VIEW_OPS, Lowerer
+    from tracegrad.compiler.backends.c.lower import FOLD_REDUCTIONS, VIEW_OPS, Lowerer
 
     if op.name in VIEW_OPS or op.name in FOLD_REDUCTIONS or op.name in ("argmax", "argmin"):
         return True

@@ -392,16 +392,16 @@ def test_split_dynamic_forward_then_backward_matches_eager(tmp_path):
 
 
 def test_cli_export_dynamic_and_split(tmp_path):
-    from tracegrad import cli
+    from tracegrad.tools import cli
 
     src = tmp_path / "fns.py"
     src.write_text("import tracegrad as tg\nW = tg.ones(3, 2, requires_grad=True)\n"
                    "def affine(x):\n    return (x @ W).relu().sum()\n")
     out = tmp_path / "lib"
-    assert cli.export([f"{src}:affine", "--arg", "x=f32[4,3]", "--dynamic", "-o", str(out)]) == 0
+    assert cli.main(["export", f"{src}:affine", "--arg", "x=f32[4,3]", "--dynamic", "-o", str(out)]) == 0
     assert "#define AFFINE_IN_X_SHAPE(B) { (B), 3 }" in (out / "affine.h").read_text()
     out2 = tmp_path / "lib2"
-    assert cli.export([f"{src}:affine", "--arg", "x=f32[4,3]", "--dynamic", "--split", "-o", str(out2)]) == 0
+    assert cli.main(["export", f"{src}:affine", "--arg", "x=f32[4,3]", "--dynamic", "--split", "-o", str(out2)]) == 0
     assert "int affine_backward(const tg_tensor *inputs" in (out2 / "affine.h").read_text()
 
 

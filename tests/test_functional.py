@@ -1,4 +1,4 @@
-"""The public functions of ``tracegrad.functional`` (composites and argument handling) against
+"""The public functions of ``tracegrad._api.functional`` (composites and argument handling) against
 PyTorch: values and gradients, gradient ties, type promotion, and errors on bad input."""
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import pytest
 
 import tracegrad as tg
 from compile_oracle import random_inputs, run_graph
-from tracegrad.ir.graph import Graph, IRError, Value
+from tracegrad.compiler.ir.graph import Graph, IRError, Value
 from tracegrad.ops.registry import REGISTRY, OpDef
 
 

@@ -833,11 +833,11 @@ def _parameters(fn, drop=("_stacklevel", "out", "device", "dtype")):
 
 
 def _loss_and_extra_modules():
-    from tracegrad.nn.layers_extra import LAYERS_EXTRA
-    from tracegrad.nn.loss import _Loss
+    from tracegrad.nn.modules.norms_and_dropouts import LAYERS_EXTRA
+    from tracegrad.nn.modules.loss import _Loss
 
     losses = [n for n in tg.nn.__all__ if isinstance(getattr(tg.nn, n), type) and issubclass(getattr(tg.nn, n), _Loss)]
-    from tracegrad.nn.activation import _Elementwise
+    from tracegrad.nn.modules.activation import _Elementwise
 
     activations = [n for n in tg.nn.__all__ if isinstance(getattr(tg.nn, n), type)
                    and issubclass(getattr(tg.nn, n), _Elementwise) and n != "Hardtanh"]  # (torch's has

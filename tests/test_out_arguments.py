@@ -7,7 +7,7 @@ import pytest
 
 import tracegrad as tg
 from oracle import torch
-from tracegrad import out_arguments
+from tracegrad._api import out_arguments
 
 needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch (the oracle) is not installed")
 

@@ -8,8 +8,8 @@ import pytest
 
 import tracegrad as tg
 import tracegrad.nn.functional
-from tracegrad.ir.graph import Graph
-from tracegrad.ir.passes import cost_model, mincut
+from tracegrad.compiler.ir.graph import Graph
+from tracegrad.compiler.passes import cost_model, mincut
 from tracegrad.ops import index as _index  # noqa: F401
 from tracegrad.ops import samples
 from tracegrad.ops.registry import REGISTRY, dispatch

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 import tracegrad as tg
-import tracegrad.cache as cache
-from tracegrad.backends.c.text import check_export_name, comment_text
+import tracegrad.compiler.cache as cache
+from tracegrad.compiler.backends.c.text import check_export_name, comment_text
 
 ROOT = Path(__file__).resolve().parents[1]
 CC = os.environ.get("CC", "cc")
@@ -257,7 +257,7 @@ print(json.dumps({{"first": first, "second": second, "warnings": caught}}))
 
 
 READ_ONLY = """
-import errno, filelock, pathlib, tracegrad.cache as cache
+import errno, filelock, pathlib, tracegrad.compiler.cache as cache
 ro = pathlib.Path(os.environ["TRACEGRAD_CACHE_DIR"])
 MODE = sys.argv[1] if len(sys.argv) > 1 else "MODE_HERE"
 if MODE == "read_only":
@@ -451,7 +451,7 @@ def test_a_compiler_that_builds_nothing_falls_back_with_a_warning(tmp_path):
 
 def test_the_toolchain_memo_is_checked(tmp_path, monkeypatch):
     """A memo whose flags were edited (a flag the compiler would run with) is not used."""
-    from tracegrad.backends.c import toolchain
+    from tracegrad.compiler.backends.c import toolchain
 
     if shutil.which(toolchain.compiler()) is None:
         pytest.skip("needs a C compiler")

@@ -42,7 +42,7 @@ def test_deterministic_switch_reads_back():
 
 
 def test_set_num_threads_reaches_the_blas_libraries_and_programs_still_run():
-    from tracegrad.backends.c import threads, toolchain
+    from tracegrad.compiler.backends.c import threads, toolchain
 
     if toolchain.blas() is None:
         pytest.skip("no BLAS library")
@@ -73,7 +73,7 @@ def test_a_count_set_before_the_openmp_runtime_loads_reaches_it(tmp_path):
 
     code = """
 import tracegrad as tg
-from tracegrad.backends.c import threads
+from tracegrad.compiler.backends.c import threads
 tg.set_num_threads(1)
 f = tg.compile(lambda a: (a.exp() * 2).sum(), options={"openmp": True})
 f(tg.randn(1000))

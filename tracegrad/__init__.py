@@ -7,57 +7,58 @@
 >>> x.grad
 tensor([2., 4., 6.])
 """
-from . import dtypes
-from .dtypes import (bool_ as bool, bfloat16, float16, float32, float64, int32, int64, int16, int8, uint8, get_default_dtype,
-                     set_default_dtype, result_type, DType as dtype)
-from .dtypes import float32 as float, float64 as double, float16 as half, int64 as long, int32 as int, int16 as short
-from .dtypes import finfo, iinfo
-from .tensor import Size, Tensor
-from . import _methods  # (binds methods onto Tensor)
+from .core import dtypes
+from .core.dtypes import (bool_ as bool, bfloat16, float16, float32, float64, int32, int64, int16, int8,
+                          uint8, get_default_dtype, set_default_dtype, result_type, DType as dtype)
+from .core.dtypes import (float32 as float, float64 as double, float16 as half, int64 as long, int32 as int,
+                          int16 as short)
+from .core.dtypes import finfo, iinfo
+from .core.tensor import Size, Tensor
+from ._api import tensor_methods as _methods  # (binds methods onto Tensor)
 from .ops import registry as _registry
 
 _registry._bind()
 from .autograd import engine as _engine
 
 _engine._bind()
-from .creation import (arange, as_tensor, bernoulli, empty, empty_like, eye, from_dlpack, from_numpy,
-                       full, full_like, linspace, manual_seed, multinomial, normal, ones, ones_like,
-                       poisson, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
-                       zeros_like)
-from . import random  # (tg.random, as torch.random)
-from .random import (Generator, default_generator, fork_rng, get_rng_state, initial_seed, seed,
-                     set_rng_state)
-from .functional import *
-from .functional import (abs, max, min, pow, round, sum)  # (shadow builtins like torch)
-from .creation import logspace, scalar_tensor  # (after functional's *: its own scalar_tensor is internal)
-from .composites import *
-from .composites import all, any
-from .einsum import einsum, kron, tensordot
-from .layout import *
-from .math_extras import *
-from .statistics import *
-from .selection import *
-from .numerics import *
-from .settings import *
-from ._repr import set_printoptions
-from .searching import *
-from .strided import *
-from .linalg_legacy import lu, triangular_solve
+from .core.creation import (arange, as_tensor, bernoulli, empty, empty_like, eye, from_dlpack, from_numpy,
+                            full, full_like, linspace, manual_seed, multinomial, normal, ones, ones_like,
+                            poisson, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
+                            zeros_like)
+from .core import random  # (tg.random, as torch.random)
+from .core.random import (Generator, default_generator, fork_rng, get_rng_state, initial_seed, seed,
+                          set_rng_state)
+from ._api.functional import *
+from ._api.functional import abs, max, min, pow, round, sum  # (shadow builtins like torch)
+from .core.creation import (logspace, scalar_tensor)  # (after functional's *: its own scalar_tensor is internal)
+from ._api.composites import *
+from ._api.composites import all, any
+from ._api.contractions import einsum, kron, tensordot
+from ._api.rearrange import *
+from ._api.arithmetic import *
+from ._api.statistics import *
+from ._api.selection import *
+from ._api.numerics import *
+from .core.settings import *
+from .core.printing import set_printoptions
+from ._api.searching import *
+from ._api.strided import *
+from .linalg.legacy import lu, triangular_solve
 from . import linalg
-from .linalg import (cholesky, cholesky_inverse, cholesky_solve, det, inv as inverse, pinverse,
-                     slogdet, legacy_svd as svd)
-from .linalg_lu import lu_unpack
-from .torch_namespace import *
-from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
-                                 is_inference_mode_enabled, no_grad, set_grad_enabled)
+from .linalg import (cholesky, cholesky_inverse, cholesky_solve, det, inv as inverse, pinverse, slogdet,
+                     legacy_svd as svd)
+from .linalg.lu import lu_unpack
+from ._api.aliases import *
+from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                                 no_grad, set_grad_enabled)
 from . import autograd
 from . import ops
 
 __version__ = "0.1.0"
 
 is_tensor = lambda obj: isinstance(obj, Tensor)
-from .compiler import compile, explain
-from .export import export  # (tg.export: a standalone C library)
+from .compiler.api import compile, explain
+from .compiler.export.library import export  # (tg.export: a standalone C library)
 from . import compiler
 from . import nn, optim, utils
 from . import func  # (tg.func: function transforms, as torch.func)
@@ -65,15 +66,15 @@ from . import distributions
 from . import special  # (tg.special, as torch.special)
 from . import testing  # (tg.testing, as torch.testing)
 from .special import i0  # (torch.i0: an alias of special.i0)
-from . import _methods_extra  # (binds more Tensor methods)
+from ._api import namespace_methods as _methods_extra  # (binds more Tensor methods)
 from .nn.functional import log_softmax, softmax  # tg.softmax(x, dim), as torch.softmax
-from .checkpoint import load, load_checkpoint, save, save_checkpoint
+from .serialization import load, load_checkpoint, save, save_checkpoint
 from . import amp  # (tg.amp: autocast, GradScaler)
 from .amp import (autocast, get_autocast_cpu_dtype, get_autocast_dtype, is_autocast_cpu_enabled,
                   is_autocast_enabled)
-from .torch_functions import *
-from .torch_functions import in_place_functions as _in_place_functions
-from . import out_arguments as _out_arguments
+from ._api.torch_functions import *
+from ._api.torch_functions import in_place_functions as _in_place_functions
+from ._api import out_arguments as _out_arguments
 
 globals().update(_in_place_functions())  # tg.exp_(x) is x.exp_(), as torch.exp_
 

@@ -6,7 +6,7 @@ with other parameters and buffers; ``stack_module_state`` stacks the states of i
 modules for ``vmap``.
 
 ``vmap`` traces the function once, on one element, and replays its graph over the whole batch
-with batching rules (``tracegrad.batching``); a function that cannot be traced runs once per
+with batching rules (``tracegrad.compiler.transforms.vmap``); a function that cannot be traced runs once per
 element, with a warning. ``randomness="error"`` raises when the function draws random numbers,
 ``"same"`` gives every element the same draws, ``"different"`` its own.
 
@@ -33,13 +33,14 @@ from __future__ import annotations
 import functools
 import warnings
 
-from . import batching, creation
-from . import functional as F
-from . import pytree
+from .compiler.transforms import vmap as batching
+from .core import creation
+from ._api import functional as F
+from .core import pytree
 from .autograd import forward_ad as fwAD
 from .autograd.engine import grad as _autograd_grad
 from .autograd.grad_mode import enable_grad
-from .tensor import Tensor
+from .core.tensor import Tensor
 
 __all__ = ["functional_call", "stack_module_state", "grad", "grad_and_value", "vjp", "jvp", "jacrev",
            "jacfwd", "hessian", "vmap", "linearize", "functionalize", "replace_all_batch_norm_modules_"]
@@ -342,7 +343,7 @@ def replace_all_batch_norm_modules_(root):
     """In place: every batch norm of ``root`` stops tracking running statistics (its running
     mean, variance and count become None), so it normalises with batch statistics, as vmap
     over a model needs. Returns ``root``."""
-    from .nn.batchnorm import _NormBase
+    from .nn.modules.batchnorm import _NormBase
 
     for module in root.modules():
         if isinstance(module, _NormBase):
@@ -394,7 +395,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     every element, returned without a batch dim).
 
     ``func`` is traced once on one element and its graph replayed on the whole batch with
-    batching rules (see ``tracegrad.batching``). A function that cannot be traced (a graph
+    batching rules (see ``tracegrad.compiler.transforms.vmap``). A function that cannot be traced (a graph
     break, in-place writes into tensors it did not create) runs once per element instead,
     with a warning that names the reason."""
     if randomness not in ("error", "different", "same"):

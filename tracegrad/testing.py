@@ -12,9 +12,9 @@ import numbers
 
 import numpy as np
 
-from . import creation
-from . import dtypes as _dt
-from .tensor import Tensor
+from .core import creation
+from .core import dtypes as _dt
+from .core.tensor import Tensor
 
 __all__ = ["assert_close", "make_tensor"]
 

@@ -6,8 +6,7 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from . import function
 from .function import Function
 from . import forward_ad, functional, profiler
-from .anomaly import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
-                      set_detect_anomaly)
+from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
 from . import anomaly as anomaly_mode  # (PyTorch's module name)
 from .legacy import Variable, is_multithreading_enabled, set_multithreading_enabled
 

@@ -31,7 +31,7 @@ ENABLED_WARNING = ("Anomaly Detection has been enabled. This mode will increase 
                    "should only be enabled for debugging.")
 NO_FORWARD_INFO = ("No forward pass information available. Enable detect anomaly during forward "
                    "pass for more information.")
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # (tracegrad/)
 
 
 def is_anomaly_enabled():
@@ -135,7 +135,7 @@ def check_nan(node, grads):
         if g is None:
             continue
         if g._is_traced:
-            from ..ir import trace
+            from ..core import tracing as trace
 
             trace.graph_break("anomaly mode checks backward results for NaN (needs concrete values)")
         if g.dtype.is_floating_point and np.isnan(g._value).any():

@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from ..ir import trace
+from ..core import tracing as trace
 from . import anomaly, forward_ad, grad_mode, graph, profiler
 from .graph import AccumulateGrad, GradientEdge, gradient_edge
 
@@ -33,8 +33,8 @@ Tensor = creation = None
 
 def _bind():
     global Tensor, creation
-    from .. import creation as _creation
-    from ..tensor import Tensor as _Tensor
+    from ..core import creation as _creation
+    from ..core.tensor import Tensor as _Tensor
 
     Tensor, creation = _Tensor, _creation
     graph._engine = sys.modules[__name__]  # AccumulateGrad.apply's engine (the same cycle)
@@ -419,7 +419,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> tg.autograd.grad((x ** 2).sum(), x)
     (tensor([2., 4.]),)
     """
-    from .. import creation
+    from ..core import creation
 
     inputs = _as_tuple(inputs)
     if allow_unused is None:
@@ -441,7 +441,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused):
     """``is_grads_batched=True``: the first dimension of every grad_output is a batch of
     vectors; one backward per vector, results stacked (PyTorch vectorises the same loop)."""
-    from .. import functional as F
+    from .._api import functional as F
 
     outputs = _as_tuple(outputs)
     grad_outputs = _as_tuple(grad_outputs)

@@ -144,7 +144,7 @@ def _current_level_or(level):
 def make_dual(tensor, tangent, *, level=None):
     """A new tensor aliasing ``tensor`` (differentiable in reverse mode) that carries
     ``tangent`` as its forward gradient at the current level."""
-    from .. import functional as F
+    from .._api import functional as F
 
     level = _current_level_or(level)
     if level < 0:
@@ -175,7 +175,7 @@ class UnpackedDualTensor(NamedTuple):
 
 def unpack_dual(tensor, *, level=None):
     """``(primal, tangent)`` of a dual tensor; tangent is None when it has none (or no level)."""
-    from .. import functional as F
+    from .._api import functional as F
 
     level = _current_level_or(level)
     if level < 0:
@@ -235,7 +235,7 @@ def _as_input_dtype(tangent, ref):
 
 def _fit(tangent, out, what):
     """A rule may return a broadcastable tangent (e.g. ``add`` with one dual input)."""
-    from .. import functional as F
+    from .._api import functional as F
 
     if tuple(tangent.shape) != tuple(out.shape):
         try:
@@ -284,7 +284,7 @@ def function_jvp(fn_cls, ctx, inputs, outputs):
     (only needed when ``_active_level is not None``). ``inputs`` are the arguments given to
     ``apply`` (non-tensors get a None tangent), ``outputs`` the tuple of forward outputs; the
     outputs receive the tangents returned by ``fn_cls.jvp(ctx, *tangents)``."""
-    from ..tensor import Tensor
+    from ..core.tensor import Tensor
 
     if _active_level is None:
         return
@@ -298,7 +298,7 @@ def function_jvp(fn_cls, ctx, inputs, outputs):
     with _no_forward():
         tangents = [_as_input_dtype(t, a) if t is not None else None for t, a in zip(tangents, inputs)]
         if getattr(ctx, "materialize_grads", False):  # ctx.set_materialize_grads covers jvp too
-            from .. import creation
+            from ..core import creation
 
             tangents = [creation.zeros_like(a) if t is None and isinstance(a, Tensor) else t
                         for t, a in zip(tangents, inputs)]
@@ -324,8 +324,8 @@ def on_assign(t, result):
     base had none), as in PyTorch. A view with a tangent of its own over a base without one
     (``make_dual``'s result) keeps it to itself, as in PyTorch. Other views of that base keep
     the tangent they had."""
-    from .. import creation
-    from .. import functional as F
+    from ..core import creation
+    from .._api import functional as F
 
     tangent = _tangent(result)
     base = t._base
@@ -349,6 +349,6 @@ def on_assign(t, result):
 
 
 def _bool():
-    from .. import dtypes
+    from ..core import dtypes
 
     return dtypes.bool_

@@ -40,7 +40,7 @@ from .graph import Node, SavedTensor, fix_grad, gradient_edge
 
 
 def _is_tensor(x):
-    from ..tensor import Tensor
+    from ..core.tensor import Tensor
 
     return isinstance(x, Tensor)
 
@@ -131,7 +131,7 @@ class BackwardCFunction(FunctionCtx, Node):
         """The engine calls ``apply([grad or None per forward output])`` and gets one checked
         gradient per input; called with tensors (``grad_fn.apply(g)``) it runs the user's
         backward directly, as PyTorch's ``BackwardCFunction.apply`` does."""
-        from .. import creation
+        from ..core import creation
 
         if not (len(args) == 1 and isinstance(args[0], list)):
             return self._get_user_fn()(self, *args)
@@ -327,7 +327,7 @@ def _set_history(t, node, output_nr):
 
 def _alias(t):
     """An input returned as-is: a new view of it (PyTorch's ``view_as(self)``)."""
-    from ..views import make_view
+    from ..core.views import make_view
 
     return make_view(t.detach(), t, _identity, _identity)
 
@@ -357,7 +357,7 @@ def custom_function_view_error(t, what):
 
 def _rebase_dirty(node, output_nr, t, n_tensor_outputs):
     """A dirty input's history continues at ``node``; a view's base is rebased around it."""
-    from .. import views
+    from ..core import views
 
     if t.is_leaf and t.requires_grad:
         raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
@@ -377,7 +377,7 @@ def _rebase_dirty(node, output_nr, t, n_tensor_outputs):
                            "Function only return one Tensor (potentially splitting it into two "
                            "Functions: one doing the inplace that returns a single Tensor and a "
                            "second one that does the other operations).")
-    from ..ir import trace
+    from ..core import tracing as trace
 
     new_value = t.detach()
     _set_history(new_value, node, output_nr)

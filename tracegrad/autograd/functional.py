@@ -26,7 +26,7 @@ __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
 # ----------------------------------------------------------------------------- helpers
 def _tensor_cls():
-    from ..tensor import Tensor
+    from ..core.tensor import Tensor
 
     return Tensor
 
@@ -148,7 +148,7 @@ _STAGE_MESSAGES = {
 
 def _fill_in_zeros(grads, refs, strict, create_graph, stage):
     """Replace missing gradients by zeros (or raise in strict mode)."""
-    from .. import creation
+    from ..core import creation
 
     res = []
     for i, g in enumerate(grads):
@@ -216,7 +216,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     >>> t
     tensor([2., 4.])
     """
-    from .. import creation
+    from ..core import creation
 
     with grad_mode.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
@@ -247,8 +247,8 @@ def _check_strategy(strategy, hint=True):
 
 def _jacfwd(func, inputs, strict=False, vectorize=False):
     """Forward-mode Jacobian: one dual evaluation of ``func`` per input element."""
-    from .. import creation
-    from .. import functional as F
+    from ..core import creation
+    from .._api import functional as F
 
     if strict:
         raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` '
@@ -304,7 +304,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
             [0., 4.]]), tensor([[1., 0.],
             [0., 2.]]))
     """
-    from .. import creation
+    from ..core import creation
 
     _check_strategy(strategy)
     if strategy == "forward-mode":
@@ -352,8 +352,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
 
 
 def _stack_rows(rows, out, inp):
-    from .. import creation
-    from .. import functional as F
+    from ..core import creation
+    from .._api import functional as F
 
     shape = tuple(out.shape) + tuple(inp.shape)
     if not rows:  # an output with no element
@@ -437,7 +437,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     >>> r
     tensor([ 6., 12.])
     """
-    from .. import creation
+    from ..core import creation
 
     with grad_mode.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")

@@ -26,7 +26,7 @@ class GradcheckError(RuntimeError):
 
 
 def _tensor_cls():
-    from ..tensor import Tensor
+    from ..core.tensor import Tensor
 
     return Tensor
 
@@ -96,7 +96,7 @@ def _numerical_jacobians(fn, inputs, diff, eps):
 
 def _analytical_jacobians(fn, inputs, diff):
     """Rows by reverse mode: one ``autograd.grad`` call per output element."""
-    from .. import creation
+    from ..core import creation
     from .engine import grad
 
     with grad_mode.enable_grad():
@@ -182,7 +182,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 
 def _forward_jacobians(fn, inputs, diff):
     """Columns by forward mode: one evaluation per input element, with a one-hot tangent."""
-    from .. import creation
+    from ..core import creation
     from . import forward_ad as fwAD
 
     jac = []
@@ -208,7 +208,7 @@ def _flat64(t, n):
 def _fast_check(func, inputs, diff, eps, atol, rtol, raise_exception, backward, forward):
     """``v^T J u`` three ways: by central differences along ``u``, by one backward pass with
     ``v``, by one forward pass with tangent ``u``; ``u`` and ``v`` random unit vectors."""
-    from .. import creation
+    from ..core import creation
     from . import forward_ad as fwAD
     from .engine import grad
 
@@ -260,7 +260,7 @@ def _fast_check(func, inputs, diff, eps, atol, rtol, raise_exception, backward, 
 
 def _check_batched_grad(func, inputs, diff, atol, rtol, raise_exception):
     """``vmap`` of the backward over two grad_outputs equals the backward of each."""
-    from .. import creation
+    from ..core import creation
     from ..func import vmap
     from .engine import grad
 
@@ -288,7 +288,7 @@ def _check_grad_dtypes(func, inputs, diff):
 
     outs = [o for o in _float_outputs(func(*inputs)) if o.requires_grad]
     for out in outs:
-        from .. import creation
+        from ..core import creation
 
         gs = grad(out, [t for _, t in diff], creation.ones_like(out), allow_unused=True)
         for (pos, t), g in zip(diff, gs):
@@ -309,7 +309,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     """Second-order check: gradcheck of ``(inputs, grad_outputs) -> vjp(func)(grad_outputs)``.
     Random ``grad_outputs`` (float64, requiring grad) are drawn when none are given, so the
     check also covers the derivative of the backward with respect to the incoming gradient."""
-    from .. import creation
+    from ..core import creation
     from .engine import grad
 
     inputs = _as_tuple(inputs)

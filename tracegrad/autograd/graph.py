@@ -14,7 +14,7 @@ import types
 import weakref
 
 from . import anomaly, forward_ad, grad_mode, saved_hooks  # (none imports this module: no cycle)
-from ..ir.pystate import bump
+from ..core.tracing import bump
 
 _handle_ids = itertools.count()
 
@@ -118,7 +118,7 @@ class SavedTensor:
         if self.freed:
             raise SavedTensorsFreed()
         if self.unpack_hook is not None:
-            from ..tensor import Tensor
+            from ..core.tensor import Tensor
 
             t = self.unpack_hook(self.packed)
             if not isinstance(t, Tensor):
@@ -451,7 +451,7 @@ def fix_grad(grad, shape, dtype):
     if grad is None:
         return None
     if tuple(grad.shape) != tuple(shape):
-        from .. import functional as F  # (here: functional imports this module's package)
+        from .._api import functional as F  # (here: functional imports this module's package)
 
         grad = F.sum_to_shape(grad, shape)
     if grad.dtype is not dtype:

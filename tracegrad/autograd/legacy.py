@@ -15,7 +15,7 @@ import threading
 
 class _VariableMeta(type):
     def __instancecheck__(cls, other):
-        from ..tensor import Tensor
+        from ..core.tensor import Tensor
 
         return isinstance(other, Tensor)
 
@@ -25,7 +25,7 @@ class Variable(metaclass=_VariableMeta):
     requiring grad when asked; every Tensor is an instance of Variable."""
 
     def __new__(cls, data=None, requires_grad=False, volatile=False):
-        from ..tensor import Tensor
+        from ..core.tensor import Tensor
 
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")

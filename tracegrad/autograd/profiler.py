@@ -326,7 +326,7 @@ class _Range:
 
 def record_op(run, op, inputs, attrs):
     """Called by ``registry.dispatch`` while profiling: time ``run(op, *inputs, **attrs)``."""
-    from ..ir import trace
+    from ..core import tracing as trace
 
     if trace.current_tracer() is not None:  # tg.compile is recording this op, not running it
         return run(op, *inputs, **attrs)

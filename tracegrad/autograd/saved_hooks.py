@@ -60,7 +60,7 @@ def current_hooks():
         raise RuntimeError(message)
     pack, unpack = stack[-1]
     if not getattr(pack, "_tg_transparent", False):
-        from ..ir import trace
+        from ..core import tracing as trace
 
         trace.graph_break(CUSTOM_HOOKS_REASON)  # a no-op unless tg.compile is tracing
     return _checked_pack(pack), unpack

@@ -37,12 +37,12 @@ from .mixture import MixtureSameFamily
 from .multivariate import Independent, MultivariateNormal
 from .relaxed import RelaxedBernoulli, RelaxedOneHotCategorical
 from .transformed import Gumbel, HalfCauchy, HalfNormal, LogNormal, Pareto, TransformedDistribution, Weibull
-from .transformed_extra import InverseGamma, Kumaraswamy, LogisticNormal
+from .transformed_families import InverseGamma, Kumaraswamy, LogisticNormal
 from .von_mises import VonMises
 from .wishart import Wishart
 from .transforms import *  # (the transforms at the top level too, as PyTorch's)
 from .transforms import __all__ as _transforms_all
-from . import kl, kl_cross, kl_more  # (register their pairs)
+from . import kl, kl_cross, kl_same_kind as kl_more  # (register their pairs)
 
 __all__ = ["Distribution", "ExponentialFamily", "Normal", "Uniform", "Laplace", "Cauchy", "Exponential", "Bernoulli", "Categorical",
            "OneHotCategorical", "MultivariateNormal", "Independent", "Gamma", "Chi2", "Beta", "Dirichlet",

@@ -15,8 +15,8 @@ Interval(lower_bound=0.0, upper_bound=2.0)
 """
 from __future__ import annotations
 
-from .. import creation
-from .. import functional as F
+from ..core import creation
+from .._api import functional as F
 from .. import linalg as LA
 
 __all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than",
@@ -310,7 +310,7 @@ class _CorrCholesky(Constraint):
     event_dim = 2
 
     def check(self, value):
-        from ..dtypes import finfo
+        from ..core.dtypes import finfo
 
         tol = finfo(value.dtype).eps * value.shape[-1] * 10  # (PyTorch's fudge factor)
         row_norm = F.sqrt(F.sum(value.detach() ** 2, -1))
@@ -329,7 +329,7 @@ class _Symmetric(_Square):
         square = super().check(value)
         if not bool(square.all()):
             return square
-        from ..math_extras import isclose
+        from .._api.arithmetic import isclose
 
         return _all_last(isclose(value, F.transpose(value, -2, -1), atol=1e-6), 2)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from .. import creation
-from .. import functional as F
-from ..dtypes import finfo
+from ..core import creation
+from .._api import functional as F
+from ..core.dtypes import finfo
 from . import constraints
 from .distribution import Distribution, broadcast_all
 from .exp_family import ExponentialFamily
@@ -51,7 +51,7 @@ class Normal(_LocationScale, ExponentialFamily):
         return 0.5 * (1 + F.erf((value - self.loc) * (1 / self.scale) / math.sqrt(2)))
 
     def icdf(self, value):
-        from ..math_extras import erfinv
+        from .._api.arithmetic import erfinv
 
         return self.loc + self.scale * erfinv(2 * value - 1) * math.sqrt(2)
 

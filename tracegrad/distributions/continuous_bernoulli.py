@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from .. import functional as F
+from .._api import functional as F
 from ..autograd.grad_mode import no_grad
 from ..nn import functional as NF
 from . import constraints

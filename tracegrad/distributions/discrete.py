@@ -2,13 +2,13 @@
 by ``probs`` or ``logits`` (PyTorch's normalisation and clamping)."""
 from __future__ import annotations
 
-from .. import creation
-from .. import functional as F
+from ..core import creation
+from .._api import functional as F
 from ..autograd.grad_mode import no_grad
-from ..dtypes import finfo
+from ..core.dtypes import finfo
 from ..nn import functional as NF
 from . import constraints
-from .. import math_extras as MX
+from .._api import arithmetic as MX
 from .distribution import Distribution, broadcast_all
 from .exp_family import ExponentialFamily
 
@@ -172,7 +172,7 @@ class Categorical(Distribution):
 
 def _broadcast_index(index, log_pmf):
     """``index`` (..., 1) and ``log_pmf`` (..., K) broadcast over their leading dims."""
-    from ..layout import broadcast_shapes
+    from .._api.rearrange import broadcast_shapes
 
     lead = tuple(broadcast_shapes(tuple(index.shape[:-1]), tuple(log_pmf.shape[:-1])))
     return (F.expand(index, lead + (index.shape[-1],)), F.expand(log_pmf, lead + (log_pmf.shape[-1],)))

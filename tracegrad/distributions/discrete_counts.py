@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import creation
-from .. import functional as F
-from .. import math_extras as MX
+from ..core import creation
+from .._api import functional as F
+from .._api import arithmetic as MX
 from ..autograd.grad_mode import no_grad
-from ..dtypes import finfo
+from ..core.dtypes import finfo
 from ..nn import functional as NF
 from . import constraints
 from .discrete import BinaryParametrised, Categorical

@@ -2,10 +2,10 @@
 shares (PyTorch's rules and messages), and the defaults of the optional methods."""
 from __future__ import annotations
 
-from .. import functional as F
+from .._api import functional as F
 from ..autograd.grad_mode import no_grad
-from ..layout import broadcast_tensors
-from ..tensor import Size, Tensor
+from .._api.rearrange import broadcast_tensors
+from ..core.tensor import Size, Tensor
 from . import constraints
 
 

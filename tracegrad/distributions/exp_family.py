@@ -14,7 +14,7 @@ tensor(1.4189, grad_fn=<SubBackward0>)
 """
 from __future__ import annotations
 
-from .. import functional as F
+from .._api import functional as F
 from ..autograd.engine import grad
 from ..autograd.grad_mode import enable_grad
 from .distribution import Distribution

@@ -19,7 +19,7 @@ tracegrad.Size([5, 2])
 from __future__ import annotations
 
 from ..autograd.function import Function
-from ..dtypes import finfo
+from ..core.dtypes import finfo
 from ..ops.gamma_grads import DIRICHLET_GRAD, STANDARD_GAMMA_GRAD
 from .noise import draw
 

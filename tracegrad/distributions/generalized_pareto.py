@@ -4,9 +4,9 @@ takes that limit on its own branch (a concentration within ``isclose`` of 0, as 
 other branch reads a safe concentration of 1 there so that its gradient stays finite."""
 from __future__ import annotations
 
-from .. import creation
-from .. import functional as F
-from .. import math_extras as MX
+from ..core import creation
+from .._api import functional as F
+from .._api import arithmetic as MX
 from . import constraints
 from .distribution import Distribution, broadcast_all
 from .noise import noise

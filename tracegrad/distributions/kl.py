@@ -6,9 +6,9 @@ from __future__ import annotations
 import warnings
 from functools import total_ordering
 
-from .. import functional as F
+from .._api import functional as F
 from .. import linalg as LA
-from .. import math_extras as MX
+from .._api import arithmetic as MX
 from ..nn import functional as NF
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 
-from .. import creation
-from .. import functional as F
-from .. import math_extras as MX
+from ..core import creation
+from .._api import functional as F
+from .._api import arithmetic as MX
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .continuous_bernoulli import ContinuousBernoulli
 from .discrete import Bernoulli

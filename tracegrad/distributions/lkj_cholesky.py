@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import math
 
-from .. import creation
-from .. import functional as F
-from .. import math_extras as MX
+from ..core import creation
+from .._api import functional as F
+from .._api import arithmetic as MX
 from ..autograd.grad_mode import no_grad
-from ..composites import tril
-from ..dtypes import finfo
-from ..layout import diag_embed
+from .._api.composites import tril
+from ..core.dtypes import finfo
+from .._api.rearrange import diag_embed
 from . import constraints
 from .distribution import Distribution, broadcast_all
 from .gamma_family import Beta

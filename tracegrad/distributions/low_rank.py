@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import math
 
-from .. import creation
-from .. import functional as F
+from ..core import creation
+from .._api import functional as F
 from .. import linalg as LA
-from ..layout import broadcast_shapes
+from .._api.rearrange import broadcast_shapes
 from . import constraints
 from .distribution import Distribution
 from .multivariate import _mahalanobis

@@ -11,10 +11,10 @@ tensor(-0.5823)
 """
 from __future__ import annotations
 
-from .. import functional as F
+from .._api import functional as F
 from ..autograd.grad_mode import no_grad
 from ..nn import functional as NF
-from ..tensor import Size
+from ..core.tensor import Size
 from . import constraints
 from .discrete import Categorical
 from .distribution import Distribution

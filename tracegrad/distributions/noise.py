@@ -15,9 +15,9 @@ import math
 
 import numpy as np
 
-from .. import creation
-from .. import dtypes as _dt
-from .. import functional as F
+from ..core import creation
+from ..core import dtypes as _dt
+from .._api import functional as F
 from ..ops import nn as N
 
 __all__ = ["noise", "draw"]
@@ -40,7 +40,7 @@ def draw(like, shape, sample):
     """``sample(rng, shape)`` as a tensor of ``shape`` in ``like``'s dtype, from the global
     generator (eagerly; a compiled function breaks its graph here, so ``sample`` reads its
     parameters' values itself, after that check)."""
-    from ..ir import trace
+    from ..core import tracing as trace
 
     if trace.current_tracer() is not None:
         trace.graph_break("sampling a distribution (random numbers) inside a compiled function")

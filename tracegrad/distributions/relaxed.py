@@ -12,10 +12,10 @@ tensor(-0.2528)
 """
 from __future__ import annotations
 
-from .. import creation
-from .. import functional as F
-from .. import math_extras as MX
-from ..tensor import Tensor
+from ..core import creation
+from .._api import functional as F
+from .._api import arithmetic as MX
+from ..core.tensor import Tensor
 from . import constraints
 from .discrete import BinaryParametrised, Categorical, _clamp_probs
 from .distribution import Distribution, broadcast_all

@@ -4,10 +4,10 @@ transforms built of other transforms: inverse, ``ComposeTransform``, ``Independe
 transforms.py."""
 from __future__ import annotations
 
-from .. import creation
-from .. import functional as F
-from ..layout import broadcast_shapes
-from ..tensor import Size, Tensor
+from ..core import creation
+from .._api import functional as F
+from .._api.rearrange import broadcast_shapes
+from ..core.tensor import Size, Tensor
 from . import constraints
 
 __all__ = ["Transform", "ComposeTransform", "IndependentTransform", "ReshapeTransform", "CatTransform",

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 
-from .. import creation
-from .. import functional as F
-from ..dtypes import finfo
+from ..core import creation
+from .._api import functional as F
+from ..core.dtypes import finfo
 from ..nn import functional as NF
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import constraints
 from .distribution import broadcast_all
 from .transform_base import Transform, broadcast_param_shapes

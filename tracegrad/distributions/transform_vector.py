@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 
-from .. import creation
-from .. import functional as F
+from ..core import creation
+from .._api import functional as F
 from .. import linalg as LA
-from ..dtypes import finfo
+from ..core.dtypes import finfo
 from ..nn import functional as NF
 from . import constraints
 from .transform_pointwise import _Parameterless, clipped_sigmoid

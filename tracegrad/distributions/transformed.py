@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 
-from .. import creation
-from .. import functional as F
-from .. import math_extras as MX
+from ..core import creation
+from .._api import functional as F
+from .._api import arithmetic as MX
 from ..autograd.grad_mode import no_grad
-from ..dtypes import finfo
-from ..tensor import Size, Tensor
+from ..core.dtypes import finfo
+from ..core.tensor import Size, Tensor
 from . import constraints
 from .continuous import Cauchy, Exponential, Normal, Uniform
 from .distribution import Distribution, broadcast_all

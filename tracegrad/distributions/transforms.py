@@ -20,8 +20,8 @@ from .transform_base import (CatTransform, ComposeTransform, IndependentTransfor
 from .transform_pointwise import (AbsTransform, AffineTransform, CumulativeDistributionTransform,
                                   ExpTransform, PowerTransform, SigmoidTransform, SoftplusTransform,
                                   TanhTransform)
-from .transform_vector import (CorrCholeskyTransform, LowerCholeskyTransform,
-                               PositiveDefiniteTransform, SoftmaxTransform, StickBreakingTransform)
+from .transform_vector import (CorrCholeskyTransform, LowerCholeskyTransform, PositiveDefiniteTransform,
+                               SoftmaxTransform, StickBreakingTransform)
 
 __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
            "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform", "LowerCholeskyTransform",

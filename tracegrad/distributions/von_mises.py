@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .. import functional as F
+from .._api import functional as F
 from ..autograd.grad_mode import no_grad
 from . import constraints
 from .distribution import Distribution, broadcast_all

@@ -8,13 +8,13 @@ from __future__ import annotations
 import math
 import warnings
 
-from .. import composites as CP
-from .. import creation
-from .. import functional as F
+from .._api import composites as CP
+from ..core import creation
+from .._api import functional as F
 from .. import linalg as LA
-from .. import math_extras as MX
-from ..dtypes import finfo
-from ..layout import broadcast_shapes, diag_embed
+from .._api import arithmetic as MX
+from ..core.dtypes import finfo
+from .._api.rearrange import broadcast_shapes, diag_embed
 from . import constraints
 from .exp_family import ExponentialFamily
 from .gamma_family import Chi2

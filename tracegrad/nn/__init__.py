@@ -10,44 +10,48 @@
 tracegrad.Size([8, 4])
 """
 from . import attention, functional, init, utils
-from .activation import ELU, GLU, Hardtanh, LeakyReLU, LogSigmoid, Mish, SiLU, Softplus, Softsign
-from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm
-from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import (AvgPool1d, AvgPool2d, AvgPool3d, Conv1d, Conv2d, Conv3d, ConvTranspose2d, ConvTranspose3d,
-                   MaxPool1d, MaxPool2d, MaxPool3d)
-from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, LogSoftmax,
-                     ReLU, Sigmoid, Softmax, Tanh, Unflatten)
-from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, HuberLoss, L1Loss, MSELoss,
-                   MultiLabelMarginLoss, MultiMarginLoss, NLLLoss, SmoothL1Loss,
-                   TripletMarginWithDistanceLoss)
-from .layers_more import (LAYERS_MORE, CELU, SELU, AdaptiveAvgPool1d, AdaptiveAvgPool2d,
-                          AdaptiveAvgPool3d, CosineEmbeddingLoss, CosineSimilarity, Dropout2d,
-                          GaussianNLLLoss, Hardshrink, Hardsigmoid, Hardswish, HingeEmbeddingLoss,
-                          InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, KLDivLoss, MarginRankingLoss,
-                          MultiLabelSoftMarginLoss, PairwiseDistance, PixelShuffle, PixelUnshuffle,
-                          PoissonNLLLoss, PReLU, ReLU6, Softmin, SoftMarginLoss, Softshrink, Tanhshrink,
-                          Threshold, TripletMarginLoss, Upsample)
-from .layers_extra import (LAYERS_EXTRA, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d,
-                           AlphaDropout, Bilinear, ChannelShuffle, ConvTranspose1d, Dropout1d, Dropout3d,
-                           EmbeddingBag, FeatureAlphaDropout, Fold, LocalResponseNorm, LPPool1d, LPPool2d,
-                           LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, RMSNorm, RReLU, Softmax2d, Unfold,
-                           UpsamplingBilinear2d, UpsamplingNearest2d)
-from .lazy import (LAZY_MODULES, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d,
-                   LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d,
-                   LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear)
-from .adaptive import AdaptiveLogSoftmaxWithLoss
-from .compat import Buffer, Container, DataParallel, NLLLoss2d, SyncBatchNorm
-from .linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions
-from .cross_map_lrn import CrossMapLRN2d
-from .fractional import FractionalMaxPool2d, FractionalMaxPool3d
-from .module import Module
-from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
-from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
-from .transformer_decoder import Transformer, TransformerDecoder, TransformerDecoderLayer
-from .padding import (PADDING_MODULES, CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d,
-                      ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
-                      ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
-                      ZeroPad3d)
+from .modules.activation import ELU, GLU, Hardtanh, LeakyReLU, LogSigmoid, Mish, SiLU, Softplus, Softsign
+from .modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm
+from .modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .modules.conv import (AvgPool1d, AvgPool2d, AvgPool3d, Conv1d, Conv2d, Conv3d, ConvTranspose2d,
+                           ConvTranspose3d, MaxPool1d, MaxPool2d, MaxPool3d)
+from .modules.basic import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, LogSoftmax, ReLU,
+                            Sigmoid, Softmax, Tanh, Unflatten)
+from .modules.loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, HuberLoss, L1Loss, MSELoss,
+                           MultiLabelMarginLoss, MultiMarginLoss, NLLLoss, SmoothL1Loss,
+                           TripletMarginWithDistanceLoss)
+from .modules.activations_and_resampling import (LAYERS_MORE, CELU, SELU, AdaptiveAvgPool1d,
+                                                 AdaptiveAvgPool2d, AdaptiveAvgPool3d, CosineEmbeddingLoss,
+                                                 CosineSimilarity, Dropout2d, GaussianNLLLoss, Hardshrink,
+                                                 Hardsigmoid, Hardswish, HingeEmbeddingLoss, InstanceNorm1d,
+                                                 InstanceNorm2d, InstanceNorm3d, KLDivLoss, MarginRankingLoss,
+                                                 MultiLabelSoftMarginLoss, PairwiseDistance, PixelShuffle,
+                                                 PixelUnshuffle, PoissonNLLLoss, PReLU, ReLU6, Softmin,
+                                                 SoftMarginLoss, Softshrink, Tanhshrink, Threshold,
+                                                 TripletMarginLoss, Upsample)
+from .modules.norms_and_dropouts import (LAYERS_EXTRA, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
+                                         AdaptiveMaxPool3d, AlphaDropout, Bilinear, ChannelShuffle,
+                                         ConvTranspose1d, Dropout1d, Dropout3d, EmbeddingBag,
+                                         FeatureAlphaDropout, Fold, LocalResponseNorm, LPPool1d, LPPool2d,
+                                         LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, RMSNorm, RReLU,
+                                         Softmax2d, Unfold, UpsamplingBilinear2d, UpsamplingNearest2d)
+from .modules.lazy import (LAZY_MODULES, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d,
+                           LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
+                           LazyConvTranspose3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d,
+                           LazyLinear)
+from .modules.adaptive import AdaptiveLogSoftmaxWithLoss
+from .modules.compat import Buffer, Container, DataParallel, NLLLoss2d, SyncBatchNorm
+from .modules.linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions
+from .modules.cross_map_lrn import CrossMapLRN2d
+from .modules.fractional import FractionalMaxPool2d, FractionalMaxPool3d
+from .modules.module import Module
+from .modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .modules.transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
+from .modules.transformer_decoder import Transformer, TransformerDecoder, TransformerDecoderLayer
+from .modules.padding import (PADDING_MODULES, CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d,
+                              ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
+                              ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
+                              ZeroPad3d)
 from .parameter import Parameter, UninitializedBuffer, UninitializedParameter
 
 __all__ = ["attention", "functional", "init", "utils", "Module", "Parameter", "UninitializedParameter",

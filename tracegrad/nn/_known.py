@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import trace
+from ..core import tracing as trace
 
 
 def known_values(t):

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
-from ..creation import default_generator, from_numpy
+from ..core.creation import default_generator, from_numpy
 
 
 def _rng(generator):
@@ -26,7 +26,7 @@ def _rng(generator):
 
 def _fill(tensor, array):
     """Write ``array`` into ``tensor`` in place, outside autograd."""
-    from ..ir import trace
+    from ..core import tracing as trace
 
     # initialisers draw random numbers eagerly: they cannot become part of a compiled program
     trace.graph_break("nn.init (random weight initialisation) inside a compiled function")

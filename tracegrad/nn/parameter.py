@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
-from ..tensor import Tensor, VersionCounter
+from ..core import dtypes
+from ..core.tensor import Tensor, VersionCounter
 
 
 class Parameter(Tensor):

@@ -5,7 +5,7 @@ F, G); from 2.09 on ``e^-zeta A(1/zeta) / (2 sqrt(pi) x^(1/4))``; between, the M
 series ``c1 f(x^3) - c2 x g(x^3)`` summed until its terms are below the dtype's epsilon. NaN at
 +-inf, 0 above 103.892. Computed in the input's dtype as PyTorch's (float32: float arithmetic,
 sqrt, exp, sin and cos correctly rounded; the C twins ``tg_airy_ai_{f,d}`` in
-codegen_templates/special_airy.h.j2). No derivative, as PyTorch's (no gradient flows).
+compiler/backends/c/templates/special_airy.h.j2). No derivative, as PyTorch's (no gradient flows).
 
 >>> import tracegrad as tg
 >>> tg.special.airy_ai(tg.tensor([-1.0, 0.0, 1.0]))

@@ -1,7 +1,7 @@
 """Bessel functions: the modified ``i0``, ``i0e``, ``i1``, ``i1e`` (differentiable, with
 PyTorch's rules) and ``bessel_j0``, ``bessel_j1``, ``bessel_y0``, ``bessel_y1`` (without a
 derivative in PyTorch: no gradient flows, as there). Both backends run the same algorithms in
-double (codegen_templates/special_functions.h.j2: ``tg_bessel_i``, ``tg_bessel_jy``).
+double (compiler/backends/c/templates/special_functions.h.j2: ``tg_bessel_i``, ``tg_bessel_jy``).
 
 Modified: below 20 the power series (positive terms: no cancellation), from 20 on the
 asymptotic series ``e^x / sqrt(2 pi x) sum_k (-1)^k prod_{j<=k} (4 nu^2 - (2j-1)^2) / (k! (8x)^k)``
@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ..dtypes import finfo
+from ..core.dtypes import finfo
 from .elementwise import unary
 
 _SERIES_TERMS = 60  # (the power series of I below 20: terms fall below 1e-30 of the sum)
@@ -76,7 +76,7 @@ def _modified(order, scaled):
 
 
 def _f():
-    from .. import functional
+    from .._api import functional
 
     return functional
 

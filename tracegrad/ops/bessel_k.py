@@ -2,7 +2,7 @@
 and their scaled forms ``e^x K(x)``, by Cephes' Chebyshev expansions as PyTorch evaluates them
 (the same coefficients and Clenshaw loop): on (0, 2] ``-log(x/2) I0(x) + A(x^2 - 2)`` (K1:
 ``log(x/2) I1(x) + A(x^2 - 2) / x``), above 2 ``e^-x B(8/x - 2) / sqrt(x)``. Both backends run
-this in double (the C twin: ``tg_bessel_k`` in codegen_templates/special_polynomials.h.j2);
+this in double (the C twin: ``tg_bessel_k`` in compiler/backends/c/templates/special_polynomials.h.j2);
 float32 results are the double values rounded. As PyTorch's: inf at 0, NaN below 0 (and at
 NaN), 0 at +inf; no derivative (PyTorch defines none: no gradient flows).
 

@@ -1,7 +1,7 @@
 """Bitwise primitives on integer and bool tensors: ``bitwise_and``, ``bitwise_or``,
 ``bitwise_xor``, ``bitwise_left_shift``, ``bitwise_right_shift`` (``&``, ``|``, ``^``, ``<<``,
 ``>>``; on bools the first three are the logical operations). Not defined for floats, as in
-PyTorch. ``bitwise_not`` is ``x ^ -1`` (``logical_not`` for bools), in tracegrad.functional.
+PyTorch. ``bitwise_not`` is ``x ^ -1`` (``logical_not`` for bools), in tracegrad._api.functional.
 Also the integers' ``gcd`` and ``lcm`` (not defined for bools or floats).
 
 >>> import tracegrad as tg

@@ -38,7 +38,7 @@ def _signs(vecs):
 
 
 def _f():
-    from .. import functional
+    from .._api import functional
 
     return functional
 

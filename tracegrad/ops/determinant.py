@@ -89,7 +89,7 @@ def _pair_products(s):
     before = f.cat([ones, f.narrow(f.cumprod(skip_own, -1), -1, 0, n - 1)], -1)  # prod_{k < j, k != i}
     one = s.new_ones(tuple(s.shape[:-1]) + (1,))
     after = f.flip(f.cat([one, f.narrow(f.cumprod(f.flip(s, -1), -1), -1, 0, n - 1)], -1), -1)
-    from ..composites import triu
+    from .._api.composites import triu
 
     upper = triu(before * f.unsqueeze(after, -2), 1)  # (j > i: the products below j, and above it)
     return upper + _mT(upper)

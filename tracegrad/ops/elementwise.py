@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .. import dtypes as _dt
+from ..core import dtypes as _dt
 from .registry import defop
 from .shapes import broadcast_shapes
 
@@ -504,7 +504,7 @@ def _infer_where(cond, a, b):
 def _where_vjp(ctx, g):
     # (zeros, not g * 0: a nan or inf cotangent at a masked-off place must not reach the
     # other branch, as PyTorch's; e.g. sqrt of a where whose other branch is nan)
-    from ..functional import where
+    from .._api.functional import where
 
     cond = ctx.input(0)
     return None, where(cond, g, 0.0), where(cond, 0.0, g)
@@ -514,7 +514,7 @@ def _where_jvp(ctx, tc, ta, tb):
     cond = ctx.input(0)
     ta = ta if ta is not None else 0.0
     tb = tb if tb is not None else 0.0
-    from ..functional import where
+    from .._api.functional import where
 
     return where(cond, ta, tb)
 

@@ -1,7 +1,7 @@
 """The error function's relatives (no C library function for any): ``erfinv``, ``ndtri`` (the
 inverse of the standard normal distribution function) and ``erfcx`` (``exp(x^2) erfc(x)``).
 Both backends run the same algorithms in double (``tg_erfinv``, ``tg_ndtri``, ``tg_erfcx`` in
-codegen_templates/special_functions.h.j2 mirror the NumPy code here, step for step).
+compiler/backends/c/templates/special_functions.h.j2 mirror the NumPy code here, step for step).
 
 Inverses: one core solves ``erfc(x) = tail`` for x >= 0 given both ``a = 1 - tail`` and
 ``tail``, each to full precision (``erfinv(y)``: ``a = |y|``; ``ndtri(p)``: ``tail = 2 min(p,

@@ -5,7 +5,7 @@ a sampler cannot reparametrize explicitly. Both are PyTorch's approximations, br
 and constant for constant (aten/src/ATen/native/Distributions.h), in double: a Taylor series for
 small x, a saddle-point expansion for large concentrations, and fitted rational corrections
 elsewhere (good to a few parts in 1e4 of the exact derivative, as PyTorch's). The C backend runs
-the same code (codegen_templates/runtime_gamma.h.j2). They have no derivative of their own
+the same code (compiler/backends/c/templates/runtime_gamma.h.j2). They have no derivative of their own
 (nor in PyTorch).
 
 >>> import tracegrad as tg

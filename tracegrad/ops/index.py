@@ -1,7 +1,7 @@
 """Index primitives (index, index_add, index_put, gather, scatter_add, argsort, nonzero) and the
 public functions built on them: gather, scatter_add, index_select, index_add_, sort, topk,
 argsort, nonzero. Advanced indexing (``t[int_tensor]``, ``t[mask]``, ``t[idx] = v``) lives in
-``tracegrad.indexing`` and lowers to ``index`` / ``index_put``.
+``tracegrad._api.indexing`` and lowers to ``index`` / ``index_put``.
 
 Index inputs of the primitives are int64 tensors and never receive gradients. ``index``,
 ``index_add`` and ``index_put`` work along one ``dim`` with an index tensor of any shape: the
@@ -21,7 +21,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import dtypes as _dt
+from ..core import dtypes as _dt
 from .registry import defop
 from .shapes import wrap_dim
 
@@ -123,7 +123,7 @@ def _index_impl(x, idx, dim):
 
 
 def _zeros(shape, dtype):
-    from .. import creation
+    from ..core import creation
 
     return creation.zeros(tuple(shape), dtype=dtype)
 
@@ -336,8 +336,8 @@ NONZERO = defop("nonzero", infer=_infer_nonzero,
 # ----------------------------------------------------------------------------- public functions
 def _as_index(index, what):
     """An int64 index tensor from a Tensor / list / ndarray; int32 is accepted and widened."""
-    from .. import functional as F
-    from ..tensor import Tensor
+    from .._api import functional as F
+    from ..core.tensor import Tensor
 
     if not isinstance(index, Tensor):
         index = F.to_tensor(index) if not isinstance(index, (list, tuple)) or index else \
@@ -363,7 +363,7 @@ def gather(x, dim, index, *, sparse_grad=False):
 
 def scatter_add(x, dim, index, src):
     """Out of place ``x.scatter_add_(dim, index, src)``: ``out[index[i][j]][j] += src[i][j]``."""
-    from .. import functional as F
+    from .._api import functional as F
 
     index = _as_index(index, "scatter_add")
     src = F.to_tensor(src, x.dtype)
@@ -390,7 +390,7 @@ def index_select(x, dim, index):
 
 def index_add(x, dim, index, source, *, alpha=1):
     """Out of place ``index_add_``: ``out[index[i]] += alpha * source[i]`` along ``dim``."""
-    from .. import functional as F
+    from .._api import functional as F
 
     index = _vector_index(index, "index_add_")
     d = wrap_dim(dim, x.ndim) if x.ndim else 0
@@ -415,16 +415,16 @@ def index_add(x, dim, index, source, *, alpha=1):
 
 def index_add_(x, dim, index, source, *, alpha=1):
     """In place ``index_add``; bumps ``x._version`` and rebases its autograd history."""
-    from .._methods import _inplace_source
-    from ..views import assign
+    from .._api.tensor_methods import _inplace_source
+    from ..core.views import assign
 
     src = _inplace_source(x, source)
     return assign(x, index_add(src, dim, index, source, alpha=alpha))
 
 
 def scatter_add_(x, dim, index, src):
-    from .._methods import _inplace_source
-    from ..views import assign
+    from .._api.tensor_methods import _inplace_source
+    from ..core.views import assign
 
     base = _inplace_source(x, src)
     return assign(x, scatter_add(base, dim, index, src))
@@ -450,7 +450,7 @@ def sort(x, dim=-1, descending=False, stable=False):
 
 def topk(x, k, dim=-1, largest=True, sorted=True):
     """The ``k`` largest (or smallest) elements along ``dim`` as ``(values, indices)``."""
-    from ..indexing import slice_dim
+    from .._api.indexing import slice_dim
 
     d = wrap_dim(dim, x.ndim) if x.ndim else 0
     n = x.shape[d] if x.ndim else 1
@@ -471,8 +471,8 @@ def _copy(t):
 def nonzero(x, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) tensor, or one vector per dim.
     The shape depends on the data, so tracing breaks the graph here."""
-    from ..ir import trace
-    from ..tensor import Tensor
+    from ..core import tracing as trace
+    from ..core.tensor import Tensor
 
     trace.graph_break("nonzero / boolean mask indexing (the output shape depends on the data)")
     if not isinstance(x, Tensor):

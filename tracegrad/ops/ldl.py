@@ -2,7 +2,7 @@
 with the lower triangle, PyTorch's ``linalg.ldl_factor``) and the solve with it (LAPACK's
 sytrs): ``linalg_ldl_factor`` and ``linalg_ldl_solve``, NumPy only, one matrix at a time. They
 have no derivative in PyTorch (linalg.ldl_factor and ldl_solve raise on backward: so does
-tracegrad.linalg_ldl). Their C kernels (codegen_templates/factorizations.h.j2) follow these
+tracegrad.linalg.ldl). Their C kernels (compiler/backends/c/templates/factorizations.h.j2) follow these
 functions step by step.
 
 ``linalg_ldl_factor``'s (..., n + 1, n) output packs LAPACK's result as the other

@@ -1,5 +1,5 @@
 """Matrix product primitive. ``matmul`` here takes operands with at least two dims and
-broadcasts the batch dims; 1-D operands are handled in ``tracegrad.functional.matmul`` by
+broadcasts the batch dims; 1-D operands are handled in ``tracegrad._api.functional.matmul`` by
 unsqueeze/squeeze, so this one rule serves mm, bmm, matmul and ``@``.
 """
 from __future__ import annotations
@@ -147,7 +147,7 @@ SOLVE = defop("linalg_solve", infer=_infer_solve, impl=_lapack("solve", np.linal
 # symmetric matrices both expect, and reading the symmetric part makes PyTorch's gradient (a
 # symmetric matrix) the true derivative, which finite differences confirm in every direction.
 def _tril(x, diagonal=0):
-    from ..composites import tril
+    from .._api.composites import tril
 
     return tril(x, diagonal)
 
@@ -163,7 +163,7 @@ def _phi(x):
 
 
 def _eye_like(x, n):
-    from .. import creation
+    from ..core import creation
 
     return creation.eye(n, dtype=x.dtype)
 

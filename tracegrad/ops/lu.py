@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as _dt
+from ..core import dtypes as _dt
 from .decompositions import _f
 from .decompositions import _matrices as _checked_matrices
 from .linalg import LinAlgError, MATMUL, SOLVE, _mT, _tril
@@ -77,7 +77,7 @@ def _infer_lu_factor(a, check):
 
 # ----------------------------------------------------------------------------- the pieces the rules use
 def _triu(x, diagonal=0):
-    from ..composites import triu
+    from .._api.composites import triu
 
     return triu(x, diagonal)
 
@@ -85,7 +85,7 @@ def _triu(x, diagonal=0):
 def permutation_matrix(perm, m, dtype):
     """``P`` (..., m, m) with ``P[perm[i], i] = 1`` from a permutation (..., m) (so that
     ``(P^T A)[i] = A[perm[i]]``)."""
-    from ..creation import arange
+    from ..core.creation import arange
 
     f = _f()
     return f.cast(f.eq(f.unsqueeze(perm, -2), f.unsqueeze(arange(m), -1)), dtype)
@@ -104,7 +104,7 @@ def lu_parts(packed, m, n):
 def unit_lower_and_upper(lu, k):
     """(L, U) of the compact LU block (..., m, n): L (..., m, k) its strict lower part with the
     implied unit diagonal, U (..., k, n) its upper part."""
-    from ..creation import eye
+    from ..core.creation import eye
 
     strict_lower, upper = _split(lu, k)
     return strict_lower + eye(lu.shape[-2], k, dtype=lu.dtype), upper

@@ -154,7 +154,7 @@ def _cat_vjp(ctx, g):
 
 
 def _cat_jvp(ctx, *ts):
-    from .. import creation
+    from ..core import creation
 
     parts = [t if t is not None else creation.zeros(s, dtype=d)
              for t, s, d in zip(ts, ctx.shapes, ctx.dtypes)]

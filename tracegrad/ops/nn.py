@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as _dt
+from ..core import dtypes as _dt
 from .registry import defop
 
 

@@ -9,7 +9,7 @@ Hermite degrees above 128 (float32) or 512 (float64) give NaN, as PyTorch's. Bot
 compute in the input's dtype, as PyTorch's kernels do (float32: float arithmetic, with the fused
 multiply-add of PyTorch's compiled loop, so that the recurrence rounds, and overflows to inf and
 then NaN, as PyTorch's; the C twin:
-``tg_orthogonal_polynomial_{f,d}`` in codegen_templates/special_polynomials.h.j2). At a NaN x,
+``tg_orthogonal_polynomial_{f,d}`` in compiler/backends/c/templates/special_polynomials.h.j2). At a NaN x,
 where PyTorch returns an uninitialised value for some (U, V, W, L, P), these give NaN. No
 derivative, as PyTorch's (no gradient flows). As PyTorch's, the recurrence takes n - 1 steps:
 huge degrees outside the closed forms (Legendre, Laguerre inside their range; Chebyshev just

@@ -1,13 +1,13 @@
 """Reduction primitives: sum, prod, amax, amin (ties share the gradient evenly), argmax, argmin.
 
 ``dim`` is always a normalised tuple of non-negative ints in the IR; the public functions in
-``tracegrad.functional`` accept None, an int or a tuple.
+``tracegrad._api.functional`` accept None, an int or a tuple.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as _dt
+from ..core import dtypes as _dt
 from .registry import defop
 from .shapes import reduced_shape
 
@@ -69,7 +69,7 @@ def _prod_jvp(ctx, t):
 def _prod_of_others(x, shape, dim):
     """For each element, the product of the other elements of its reduction group: a product
     with x_i replaced by 1 (no division, so zeros are handled; O(n^2) in the reduced size)."""
-    from .. import creation
+    from ..core import creation
 
     others = [d for d in range(len(shape)) if d not in dim]
     perm = others + list(dim)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as _dt
+from ..core import dtypes as _dt
 from ..autograd import grad_mode
 
 REGISTRY: dict[str, "OpDef"] = {}
@@ -131,7 +131,7 @@ def _bind():
     global _trace, _Tensor, _OpNode, _forward_ad
     from ..autograd import forward_ad
     from ..autograd.graph import OpNode
-    from ..ir import trace
-    from ..tensor import Tensor
+    from ..core import tracing as trace
+    from ..core.tensor import Tensor
 
     _trace, _Tensor, _OpNode, _forward_ad = trace, Tensor, OpNode, forward_ad

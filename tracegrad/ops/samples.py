@@ -52,7 +52,7 @@ import zlib
 
 import numpy as np
 
-from ..dtypes import from_numpy_dtype
+from ..core.dtypes import from_numpy_dtype
 
 DEFAULT_SHAPE = (3, 4)
 FLOAT_DOMAINS = ("any", "positive", "nonzero", "small", "probability", "above_one", "well_conditioned",

@@ -1,6 +1,6 @@
 """Scan primitives: running sums, products, maxima, minima and log-sum-exps along one dim
 (``cumsum cumprod cummax cummin logcumsumexp``). ``dim`` is a non-negative int in the IR; the
-public functions in ``tracegrad.functional`` wrap it and handle 0-dim inputs.
+public functions in ``tracegrad._api.functional`` wrap it and handle 0-dim inputs.
 
 Sums, products and log-sum-exps of float32 run in float64, as PyTorch's CPU kernels accumulate;
 integers and bools sum and multiply as int64. ``cummax``/``cummin`` keep the input's dtype and
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as _dt
+from ..core import dtypes as _dt
 from .registry import defop
 
 
@@ -70,7 +70,7 @@ def _cumprod_vjp(ctx, g):
     # gradient is 0, but not its derivative: when this gradient is itself differentiated
     # (grad mode on, create_graph), the quadratic formula instead. (PyTorch's cumprod_backward)
     from ..autograd.grad_mode import is_grad_enabled
-    from ..functional import where
+    from .._api.functional import where
 
     x, out, dim = ctx.input(0), ctx.out, ctx.dim
     if is_grad_enabled():
@@ -85,8 +85,8 @@ def _cumprod_vjp(ctx, g):
 def _cumprod_vjp_quadratic(x, g, dim):
     """``grad_k = sum over j >= k of g_j * prod over i <= j, i != k of x_i``: a running product
     per k along a new axis (O(n^2) memory along ``dim``), differentiable to any order."""
-    from .. import creation
-    from ..functional import where
+    from ..core import creation
+    from .._api.functional import where
 
     n = x.shape[dim]
     k, i = creation.arange(n).reshape(n, 1), creation.arange(n)
@@ -98,7 +98,7 @@ def _cumprod_vjp_quadratic(x, g, dim):
 def _cumprod_jvp(ctx, t):
     # before the first zero: out * cumsum(t / x); from the first zero z on only t_z moves the
     # product: t_z times the product without x_z
-    from ..functional import where
+    from .._api.functional import where
 
     x, out, dim = ctx.input(0), ctx.out, ctx.dim
     before, first_zero = _zero_split(x, dim)
@@ -127,8 +127,8 @@ def scan_indices(x, values, dim):
     """The indices ``cummax``/``cummin`` return: for each position, the latest position at or
     before it where ``x`` equals the running extreme ``values`` (or is NaN), as PyTorch's
     kernels compare with ``>=``/``<=``. An int64 tensor of ``x``'s shape."""
-    from .. import creation
-    from ..functional import where
+    from ..core import creation
+    from .._api.functional import where
 
     shape = [1] * x.ndim
     shape[dim] = x.shape[dim]
@@ -140,7 +140,7 @@ def scan_indices(x, values, dim):
 
 
 def _extreme_vjp(ctx, g):
-    from .. import creation
+    from ..core import creation
 
     index = scan_indices(ctx.input(0), ctx.out, ctx.dim)
     return (creation.zeros_like(g).scatter_add(ctx.dim, index, g),)
@@ -165,7 +165,7 @@ def _signed_log(v, positive):
     """``log |v|`` where ``v`` has the sign asked for, and the dtype's lowest finite number
     elsewhere (not -inf: the rules below subtract logs, and -inf - -inf is NaN). The log never
     sees a zero or the wrong sign, so its own gradient stays finite (no 0 * inf under where)."""
-    from ..functional import where
+    from .._api.functional import where
 
     keep = v > 0 if positive else v < 0
     return where(keep, where(keep, v.abs(), 1.0).log(), float(_dt.finfo(v.dtype).min))

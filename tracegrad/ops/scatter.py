@@ -86,7 +86,7 @@ def _local_derivatives(ctx):
     """``(d out / d x, d out[index] / d src)`` at every element, from which both the VJP and
     the JVP follow (PyTorch's scatter_reduce_backward): the extremes share the derivative
     among ties; a product's is the product of the others, also through zeros."""
-    from ..functional import where
+    from .._api.functional import where
 
     x, idx, out, dim, reduce = ctx.input(0), ctx.input(1), ctx.out, ctx.dim, ctx.reduce
     src = _src_used(ctx)
@@ -140,8 +140,8 @@ SCATTER_REDUCE = defop(
 
 # ----------------------------------------------------------------------------- public functions
 def _operands(x, dim, index, src, what):
-    from .. import functional as F
-    from ..tensor import Tensor
+    from .._api import functional as F
+    from ..core.tensor import Tensor
 
     index = _as_index(index, what)
     if not isinstance(src, Tensor):  # (a number: written everywhere index points)
@@ -176,8 +176,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """``input`` with each element of ``src`` combined into the position ``index`` names along
     ``dim``: ``reduce`` is ``"sum" "prod" "mean" "amax" "amin"``; ``include_self=False`` leaves
     the targets' own values out (positions no index names keep them)."""
-    from .. import functional as F
-    from .. import math_extras as MX
+    from .._api import functional as F
+    from .._api import arithmetic as MX
 
     index, src, dim = _operands(input, dim, index, src, "scatter_reduce")
     if reduce not in _IDENTITY:
@@ -212,7 +212,7 @@ def _identity(reduce, dtype):
 
 def scatter_(input, dim, index, src=None, *, value=None, reduce=None):
     """In place ``scatter``."""
-    from .._methods import _inplace_source
+    from .._api.tensor_methods import _inplace_source
 
     base = _inplace_source(input, *[s for s in (src, value) if s is not None])
     return _assign(input, scatter(base, dim, index, src, value=value, reduce=reduce))
@@ -220,13 +220,13 @@ def scatter_(input, dim, index, src=None, *, value=None, reduce=None):
 
 def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
     """In place ``scatter_reduce``."""
-    from .._methods import _inplace_source
+    from .._api.tensor_methods import _inplace_source
 
     return _assign(input, scatter_reduce(_inplace_source(input, src), dim, index, src, reduce,
                                          include_self=include_self))
 
 
 def _assign(target, value):
-    from ..views import assign
+    from ..core.views import assign
 
     return assign(target, value)

@@ -5,7 +5,7 @@ relatives: ops/error_functions.py; Bessel functions: ops/bessel.py.)
 
 ``lgamma`` is the C library's, eagerly and compiled. ``digamma`` and ``polygamma`` have no C
 library function: both backends run the same algorithm (``tg_digamma``/``tg_polygamma`` in
-codegen_templates/runtime.h.j2 mirror the NumPy code here), in double: shift the argument up
+compiler/backends/c/templates/runtime.h.j2 mirror the NumPy code here), in double: shift the argument up
 by the recurrence ``psi(x) = psi(x + 1) - 1/x`` (``psi_n(x) = psi_n(x + 1) - (-1)^n n! /
 x^(n+1)``) until it is large, then the asymptotic series with Bernoulli numbers; ``digamma``
 reflects negative arguments (``psi(x) = psi(1 - x) - pi / tan(pi x)``). As PyTorch's:
@@ -109,7 +109,7 @@ def _infer_polygamma(x, n):
 
 
 def _float():
-    from .. import dtypes
+    from ..core import dtypes
 
     return dtypes.get_default_dtype()
 
@@ -181,7 +181,7 @@ ZETA = binary("zeta", _zeta, vjp=_zeta_vjp, jvp=_zeta_jvp, c="tg_zeta({0}, {1})"
 # Q (DLMF 8.9.2), and for small x the series of Q that avoids 1 - P's cancellation (DLMF 8.7.3),
 # each picked where PyTorch picks it. The prefactor x^a e^-x / Gamma(a) comes from logs, so for
 # a in the thousands the relative error grows to about a * 1e-16. The C backend runs the same
-# steps (tg_igamma in codegen_templates/runtime_gamma.h.j2).
+# steps (tg_igamma in compiler/backends/c/templates/runtime_gamma.h.j2).
 _MACHEP = 1.11022302462515654042e-16
 _MAXITER = 2000
 _BIG, _BIGINV = 4.503599627370496e15, 2.22044604925031308085e-16

@@ -15,9 +15,9 @@ PyTorch reads the step count and two norms as Python numbers; here they stay 0-d
 """
 from __future__ import annotations
 
-from .. import creation
-from .. import dtypes as _dt
-from .. import functional as TF
+from ..core import creation
+from ..core import dtypes as _dt
+from .._api import functional as TF
 from .optimizer import Optimizer
 
 

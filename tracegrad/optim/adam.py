@@ -14,8 +14,8 @@ as data and never retraces.
 """
 from __future__ import annotations
 
-from .. import dtypes as _dt
-from .. import functional as TF
+from ..core import dtypes as _dt
+from .._api import functional as TF
 from .optimizer import Optimizer
 
 

@@ -12,8 +12,8 @@ tensor arithmetic on the step count in float64, so a compiled step reads the cou
 """
 from __future__ import annotations
 
-from .. import dtypes as _dt
-from .. import functional as TF
+from ..core import dtypes as _dt
+from .._api import functional as TF
 from .adam import Adam
 from .optimizer import Optimizer
 

@@ -21,7 +21,7 @@ Unlike the other optimizers its step depends on values (line searches, convergen
 """
 from __future__ import annotations
 
-from .. import functional as F
+from .._api import functional as F
 from ..autograd.grad_mode import enable_grad, no_grad
 from .optimizer import Optimizer
 

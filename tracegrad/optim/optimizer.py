@@ -22,11 +22,11 @@ from __future__ import annotations
 import functools
 from collections import OrderedDict, defaultdict
 
-from .. import creation
-from .. import dtypes as _dt
+from ..core import creation
+from ..core import dtypes as _dt
 from ..autograd.graph import RemovableHandle
 from ..autograd.grad_mode import enable_grad, no_grad
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 
 class _RequiredParameter:
@@ -163,7 +163,7 @@ class Optimizer:
 
     def _allocate_state(self, group):
         """Create missing state tensors (eagerly; they become program inputs when traced)."""
-        from ..ir import trace
+        from ..core import tracing as trace
         from ..nn.parameter import is_lazy
 
         # a lazy module's parameter has no shape before the module's first forward: its state
@@ -285,7 +285,7 @@ class Optimizer:
     def _option(group, key):
         """The value of option ``key`` to compute with: in a trace, the group's tensor for it
         (a program input, see _ParamGroup) where it has one; eagerly, the number itself."""
-        from ..ir.trace import current_tracer
+        from ..core.tracing import current_tracer
 
         tensors = group.option_tensors
         if tensors and key in tensors and current_tracer() is not None:
@@ -294,7 +294,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of all optimized parameters: to None (default) or to zeros."""
-        from ..nn.module import _zero_grad
+        from ..nn.modules.module import _zero_grad
 
         for group in self.param_groups:
             for p in group["params"]:
@@ -421,7 +421,7 @@ def _guard_options(opt):
     constants: guard them so that changing one (weight decay, say) retraces instead of being
     silently ignored. The options kept in tensors (_ParamGroup) are program inputs instead;
     only whether a momentum is zero is guarded, as it picks the code (SGD's buffer or none)."""
-    from ..ir.trace import current_tracer
+    from ..core.tracing import current_tracer
 
     tracer = current_tracer()
     if tracer is None:

@@ -10,7 +10,7 @@
 """
 from __future__ import annotations
 
-from .. import dtypes as _dt
+from ..core import dtypes as _dt
 from .optimizer import Optimizer
 
 

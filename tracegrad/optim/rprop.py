@@ -14,9 +14,9 @@ reads all of it as data and never retraces.
 """
 from __future__ import annotations
 
-from .. import creation
-from .. import dtypes as _dt
-from .. import functional as TF
+from ..core import creation
+from ..core import dtypes as _dt
+from .._api import functional as TF
 from .optimizer import Optimizer
 
 

@@ -17,10 +17,10 @@ import copy
 import itertools
 import math
 
-from .. import creation
-from .. import dtypes as _dt
+from ..core import creation
+from ..core import dtypes as _dt
 from ..autograd.grad_mode import no_grad
-from ..nn.module import Module
+from ..nn.modules.module import Module
 from .lr_scheduler import LRScheduler
 
 __all__ = ["AveragedModel", "SWALR", "update_bn", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn",
@@ -122,7 +122,7 @@ def update_bn(loader, model, device=None):
     """One pass over ``loader`` (batches, or tuples whose first element is the batch) in
     training mode with cumulative batch-norm averages, so the running statistics match the
     (averaged) weights."""
-    from ..nn.batchnorm import _BatchNorm
+    from ..nn.modules.batchnorm import _BatchNorm
 
     momenta = {}
     for module in model.modules():

@@ -130,7 +130,7 @@ def _run_demo(opts: argparse.Namespace) -> int:
 
 
 def _run_cache(opts: argparse.Namespace) -> int:
-    from .. import cache
+    from ..compiler import cache
 
     if opts.action == "info":
         i = cache.info()

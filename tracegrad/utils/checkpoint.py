@@ -30,9 +30,9 @@ from ..autograd import engine
 from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.saved_hooks import saved_tensors_hooks
-from ..ir import trace
-from ..random import get_rng_state, set_rng_state
-from ..tensor import Tensor
+from ..core import tracing as trace
+from ..core.random import get_rng_state, set_rng_state
+from ..core.tensor import Tensor
 
 __all__ = ["checkpoint", "checkpoint_sequential", "noop_context_fn", "CheckpointError"]
 

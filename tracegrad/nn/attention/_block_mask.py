@@ -336,7 +336,7 @@ def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device=None, BLOCK_SIZE=_DE
         raise AssertionError(f"create-block_mask requires a mask_mod function! Got {mask_mod}")
     if not isinstance(dq_kv_order, bool):
         raise ValueError("dq_kv_order must be a bool when using create_block_mask")
-    from ...ir import trace
+    from ...core import tracing as trace
 
     # the block lists are metadata (flex_attention evaluates mask_mod itself, in the trace), so
     # inside a compiled function they are built once, eagerly, when it is traced; a mask_mod

@@ -21,8 +21,8 @@ import math
 import warnings
 from typing import NamedTuple
 
-from ._block_mask import (BlockMask, _as_full, _index_grids, _sliced_mask_mod_error, and_masks, create_block_mask,
-                          create_mask, noop_mask, or_masks)
+from ._block_mask import (BlockMask, _as_full, _index_grids, _sliced_mask_mod_error, and_masks,
+                          create_block_mask, create_mask, noop_mask, or_masks)
 
 __all__ = ["BlockMask", "flex_attention", "AuxOutput", "AuxRequest", "FlexKernelOptions", "create_block_mask",
            "create_mask", "or_masks", "and_masks", "noop_mask"]
@@ -122,8 +122,8 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
     >>> out.abs().sum().item(), aux.lse.tolist()
     (0.0, [[[-inf, -inf, -inf]]])
     """
-    from ... import composites as C
-    from ... import functional as T
+    from ..._api import composites as C
+    from ..._api import functional as T
 
     _check(query, key, value, block_mask, enable_gqa, return_lse, return_aux)
     B, H, L, E = query.shape

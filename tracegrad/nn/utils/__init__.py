@@ -17,13 +17,12 @@ from __future__ import annotations
 import types
 import warnings
 
-from ... import composites as C
-from ... import functional as T
+from ..._api import composites as C
+from ..._api import functional as T
 from ...autograd.grad_mode import no_grad
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from . import fusion, parametrizations, parametrize, prune, rnn, stateless  # (tg.nn.utils.rnn, ...)
-from .fusion import (fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval,
-                     fuse_linear_bn_weights)
+from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights
 from .spectral_norm import remove_spectral_norm, spectral_norm
 from .weight_norm import remove_weight_norm, weight_norm
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 
-from ... import creation
+from ...core import creation
 from ..parameter import Parameter
 
 __all__ = ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]

@@ -9,11 +9,11 @@ parametrizations (``tg.nn.utils.parametrize``), with PyTorch's state-dict keys
 """
 from __future__ import annotations
 
-from ... import composites as C
-from ... import functional as T
+from ..._api import composites as C
+from ..._api import functional as T
 from ...autograd.grad_mode import no_grad
-from ...tensor import Tensor
-from ..module import Module
+from ...core.tensor import Tensor
+from ..modules.module import Module
 from . import parametrize
 
 __all__ = ["weight_norm", "spectral_norm"]

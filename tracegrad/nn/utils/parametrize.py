@@ -23,8 +23,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from ...autograd.grad_mode import no_grad
-from ...tensor import Tensor
-from ..container import ModuleDict, ModuleList
+from ...core.tensor import Tensor
+from ..modules.container import ModuleDict, ModuleList
 from ..parameter import Parameter
 
 __all__ = ["register_parametrization", "remove_parametrizations", "is_parametrized", "cached",

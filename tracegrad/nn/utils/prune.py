@@ -20,7 +20,7 @@ import numbers
 
 import numpy as np
 
-from ... import creation
+from ...core import creation
 from ...autograd.grad_mode import no_grad
 
 __all__ = ["BasePruningMethod", "PruningContainer", "Identity", "RandomUnstructured", "L1Unstructured",
@@ -252,7 +252,7 @@ class LnStructured(BasePruningMethod):
         self.amount, self.n, self.dim = amount, n, dim
 
     def compute_mask(self, t, default_mask):
-        from ...composites import norm
+        from ..._api.composites import norm
 
         size = _structured_size(t, self.dim)
         n = _count(self.amount, size)

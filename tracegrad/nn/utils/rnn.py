@@ -32,10 +32,10 @@ from collections import namedtuple
 
 import numpy as np
 
-from ... import creation, dtypes
-from ... import functional as T
-from ...ir import trace
-from ...tensor import Tensor
+from ...core import creation, dtypes
+from ..._api import functional as T
+from ...core import tracing as trace
+from ...core.tensor import Tensor
 from .._known import known_values
 from ..functional import pad
 

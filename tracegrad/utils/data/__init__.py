@@ -11,8 +11,8 @@ differs).
 """
 from .collate import default_collate, default_convert
 from .dataloader import DataLoader
-from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset,
-                      random_split)
+from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset,
+                      TensorDataset, random_split)
 from .sampler import (BatchSampler, DistributedSampler, RandomSampler, Sampler, SequentialSampler,
                       SubsetRandomSampler, WeightedRandomSampler)
 from .worker import WorkerInfo, get_worker_info

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import creation
-from ... import functional as F
-from ...tensor import Tensor
+from ...core import creation
+from ..._api import functional as F
+from ...core.tensor import Tensor
 
 __all__ = ["default_collate", "default_convert"]
 

@@ -19,7 +19,7 @@ import multiprocessing
 import queue
 import warnings
 
-from ... import creation
+from ...core import creation
 from . import worker as W
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset

@@ -14,7 +14,7 @@ import bisect
 import math
 import warnings
 
-from ... import creation
+from ...core import creation
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset",
            "Subset", "random_split"]

@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 
-from ... import creation
-from ...dtypes import float64
-from ...random import Generator
+from ...core import creation
+from ...core.dtypes import float64
+from ...core.random import Generator
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler", "DistributedSampler"]

@@ -43,7 +43,7 @@ def worker_loop(dataset, fetch, worker_id, num_workers, seed, init_fn, index_que
     """The body of one worker process. ``fetch(dataset_or_iterator, indices)`` makes a batch;
     map-style batches are requested by index, a stream is read batch after batch."""
     global _worker_info
-    from ... import random as tg_random
+    from ...core import random as tg_random
 
     tg_random.manual_seed(seed)
     _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)

@@ -1,1 +1,0 @@
-"""jinja2 templates of the C backend (installed as tracegrad.codegen_templates)."""

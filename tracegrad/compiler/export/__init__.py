@@ -1,0 +1,5 @@
+"""``tg.export``: a captured function as a standalone C library (library.py), with a runtime
+batch size where asked (dynamic.py); the library's templates are in templates/."""
+from .library import export
+
+__all__ = ["export"]

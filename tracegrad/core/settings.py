@@ -1,0 +1,36 @@
+"""Process-wide switches of the ``torch`` namespace: ``set_num_threads``/``get_num_threads``
+(see ``backends/c/threads.py``), and ``use_deterministic_algorithms`` with its queries:
+tracegrad's ops are deterministic already (NumPy eagerly; compiled loops and reductions split
+the same way on every call), so that flag is recorded for code that reads it back and changes
+nothing else.
+
+>>> import tracegrad as tg
+>>> tg.use_deterministic_algorithms(True)
+>>> tg.are_deterministic_algorithms_enabled()
+True
+>>> tg.use_deterministic_algorithms(False)
+"""
+from __future__ import annotations
+
+from ..compiler.backends.c.threads import get_num_threads, set_num_threads
+
+__all__ = ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+           "is_deterministic_algorithms_warn_only_enabled", "set_num_threads", "get_num_threads"]
+
+_deterministic = False
+_warn_only = False
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    global _deterministic, _warn_only
+    if not isinstance(mode, bool):
+        raise TypeError(f"use_deterministic_algorithms expects a bool for mode, got {type(mode).__name__}")
+    _deterministic, _warn_only = mode, bool(warn_only)
+
+
+def are_deterministic_algorithms_enabled():
+    return _deterministic
+
+
+def is_deterministic_algorithms_warn_only_enabled():
+    return _warn_only
