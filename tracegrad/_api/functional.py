@@ -636,7 +636,7 @@ def broadcast_to(x, shape):
 def contiguous(x):
     if x._is_traced or x._value.flags.c_contiguous:
         return x
-    return M.COPY(x)
+    return M.COPY(x, order="C")
 
 
 def clone(x):

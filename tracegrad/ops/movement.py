@@ -165,6 +165,9 @@ CAT = defop("cat", infer=_infer_cat, impl=lambda *xs, dim: np.concatenate(xs, ax
             kind="movement", vjp=_cat_vjp, jvp=_cat_jvp,
             sample=lambda: [(("any", ("any", (2, 4))), {"dim": 0})])
 
-COPY = defop("copy", infer=lambda x: (tuple(x.shape), x.dtype), impl=lambda x: np.array(x, copy=True),
+# ``order``: "K" keeps the source's memory order (clone preserves strides, as PyTorch's), "C" is
+# what contiguous() promises; only eager calls pass it (a traced contiguous() is the identity).
+COPY = defop("copy", infer=lambda x, order="K": (tuple(x.shape), x.dtype),
+             impl=lambda x, order="K": np.array(x, copy=True, order=order),
              save=(), kind="elementwise", vjp=lambda ctx, g: (g,), jvp=lambda ctx, t: t, c="{0}",
              sample=lambda: [(("any",), {})])

@@ -22,6 +22,7 @@ import numpy as np
 
 from ... import amp as _amp
 from ..._api import functional as T
+from ...core import dtypes
 from ..._api.contractions import einsum
 
 __all__ = ["relu6", "selu", "celu", "hardswish", "hardsigmoid", "softmin", "tanhshrink", "softshrink",
@@ -262,6 +263,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if len(n_out) != k:
         raise ValueError(f"size must have {k} elements for a {input.ndim}D input, got {size!r}")
     mats = [_interp_matrix(a, b, s, mode, bool(align_corners)) for a, b, s in zip(n_in, n_out, scales)]
+    if mode in _INTERP_DIMS and not input.dtype.is_floating_point:
+        # Fractional weights cast to an integer dtype are zeros: interpolate in float32 one dim
+        # at a time, the last first, rounding (half up) into the dtype's range after each pass,
+        # as PyTorch's separable integer kernels do (bicubic's overshoot is clamped in between).
+        info = np.iinfo(input.dtype.np)
+        out = input.to(dtypes.float32)
+        for d in reversed(range(k)):
+            moved = out.transpose(2 + d, -1)
+            out = _resample(moved, [mats[d]]).transpose(2 + d, -1)
+            out = (out + 0.5).floor().clamp(info.min, info.max)
+        return out.to(input.dtype)
     return _resample(input, mats)
 
 

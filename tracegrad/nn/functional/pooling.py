@@ -21,6 +21,7 @@ import numpy as np
 from ... import amp as _amp
 from ..._api import functional as T
 from ...ops import index as I
+from ...ops.scatter import SCATTER
 
 __all__ = ["adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
@@ -179,10 +180,10 @@ def _max_unpool(input, indices, kernel, stride, padding, output_size):
     x = T.reshape(input, lead + (-1,))
     idx = T.reshape(indices, lead + (-1,))
     zeros = creation.zeros(*lead, plane, dtype=input.dtype)
-    total = I.SCATTER_ADD(zeros, idx, x, dim=len(lead))  # its gradient: gather(g, indices)
-    count = I.SCATTER_ADD(zeros, idx, T.add(T.mul(x, 0.0), 1.0).detach(), dim=len(lead))
-    written = T.div(total, T.clamp(count, min=1.0))  # one write per position
-    return T.reshape(T.add(total, T.sub(written, total).detach()), lead + tuple(sizes))
+    # A plain scatter: positions written twice get the same maximum, and its gradient for the
+    # values is PyTorch's, gather(g, indices). (Summing and dividing by a count, as before, made
+    # NaN of an infinite maximum: inf * 0 and inf - inf.)
+    return T.reshape(SCATTER(zeros, idx, x, dim=len(lead)), lead + tuple(sizes))
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
