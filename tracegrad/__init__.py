@@ -79,3 +79,4 @@ from ._api import out_arguments as _out_arguments
 globals().update(_in_place_functions())  # tg.exp_(x) is x.exp_(), as torch.exp_
 
 _out_arguments.install(globals())  # (last: every function of the namespace is defined by now)
+from . import distributed  # (tg.distributed: process groups and collectives over MPI, as torch.distributed)

@@ -1,0 +1,149 @@
+"""tracegrad.distributed over MPI: each test writes a script, runs it on 2 or 3 ranks under
+``mpiexec -n N python -m mpi4py`` (so a rank that raises ends every rank) with a timeout, and
+checks what each rank reported (JSON lines in a file per rank)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("mpi4py")
+
+
+def _mpiexec():
+    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")  # (the mpich wheel's, in this env)
+    return beside if os.path.exists(beside) else shutil.which("mpiexec")
+
+
+MPIEXEC = _mpiexec()
+pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install 'tracegrad[distributed]')")
+
+PRELUDE = r"""
+import json, sys
+import numpy as np
+import tracegrad as tg
+import tracegrad.distributed as dist
+
+def report(**kw):  # (a file per rank: the ranks' stdout lines can interleave)
+    with open(f"result{rank}.jsonl", "a") as f:
+        f.write(json.dumps({"rank": rank, **kw}) + "\n")
+
+dist.init_process_group(backend="mpi")
+rank, world = dist.get_rank(), dist.get_world_size()
+"""
+
+
+def run_ranks(tmp_path, body, n=2, timeout=90, expect_fail=False):
+    """Run PRELUDE + ``body`` on ``n`` ranks; the reported dicts in rank order (and the process)."""
+    script = tmp_path / "script.py"
+    script.write_text(PRELUDE + textwrap.dedent(body))
+    proc = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-m", "mpi4py", str(script)],
+                          capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+    if not expect_fail:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = [json.loads(line) for r in range(n) if (tmp_path / f"result{r}.jsonl").exists()
+               for line in (tmp_path / f"result{r}.jsonl").read_text().splitlines()]
+    return results, proc
+
+
+def test_collectives_match_numpy_on_three_ranks(tmp_path):
+    results, _ = run_ranks(tmp_path, """
+        out = {}
+        x = np.arange(4.0) + rank
+        for name in ("SUM", "AVG", "MAX", "MIN", "PRODUCT"):
+            t = tg.tensor(x); dist.all_reduce(t, op=getattr(dist.ReduceOp, name)); out[name] = t.tolist()
+        i = tg.tensor([rank, 10 - rank]); dist.all_reduce(i, op=dist.ReduceOp.MAX); out["int_max"] = i.tolist()
+        d = tg.tensor([0.5 * rank], dtype=tg.float64); dist.all_reduce(d); out["f64"] = [d.dtype == tg.float64, d.item()]
+        v0 = d._version; dist.all_reduce(d); out["version_bumped"] = d._version > v0
+        t = tg.tensor([rank * 10.0, 1.0]); dist.broadcast(t, src=2); out["bcast"] = t.tolist()
+        lst = [tg.zeros(2) for _ in range(world)]; dist.all_gather(lst, tg.full((2,), float(rank)))
+        out["all_gather"] = [a.tolist() for a in lst]
+        o = tg.zeros(world, 2); dist.all_gather_into_tensor(o, tg.full((2,), float(rank))); out["agt"] = o.tolist()
+        o = tg.zeros(2); dist.reduce_scatter_tensor(o, tg.arange(2.0 * world) * (rank + 1)); out["rs"] = o.tolist()
+        gl = [tg.zeros(1) for _ in range(world)] if rank == 1 else None
+        dist.gather(tg.tensor([float(rank)]), gl, dst=1); out["gather"] = gl and [a.item() for a in gl]
+        s = tg.zeros(2); dist.scatter(s, [tg.full((2,), 7.0 * i) for i in range(world)] if rank == 0 else None, src=0)
+        out["scatter"] = s.tolist()
+        sub = dist.new_group([0, 2]); t = tg.tensor([1.0 + rank]); dist.all_reduce(t, group=sub)
+        out["sub"] = [t.item(), dist.get_rank(sub), dist.get_world_size(sub)]
+        out["work"] = dist.all_reduce(tg.ones(1), async_op=True).wait()
+        dist.barrier()
+        report(**out)
+        dist.destroy_process_group()
+        report(initialized=dist.is_initialized())
+    """, n=3)
+    import numpy as np
+
+    xs = [np.arange(4.0) + r for r in range(3)]
+    want = {"SUM": sum(xs), "AVG": sum(xs) / 3, "MAX": xs[2], "MIN": xs[0], "PRODUCT": xs[0] * xs[1] * xs[2]}
+    ranks = [r for r in results if "SUM" in r]
+    assert len(ranks) == 3
+    for r in ranks:
+        for k, v in want.items():
+            np.testing.assert_allclose(r[k], v, rtol=1e-6)
+        assert r["int_max"] == [2, 10] and r["f64"] == [True, 1.5] and r["version_bumped"]
+        assert r["bcast"] == [20.0, 1.0]
+        assert r["all_gather"] == [[float(i)] * 2 for i in range(3)] and r["agt"] == r["all_gather"]
+        assert r["rs"] == [6.0 * (2 * r["rank"]), 6.0 * (2 * r["rank"] + 1)]
+        assert r["gather"] == ([0.0, 1.0, 2.0] if r["rank"] == 1 else None)
+        assert r["scatter"] == [7.0 * r["rank"]] * 2
+        assert r["sub"] == ({0: [4.0, 0, 2], 2: [4.0, 1, 2], 1: [2.0, -1, 2]}[r["rank"]])
+        assert r["work"] is True
+    assert [r["initialized"] for r in results if "initialized" in r] == [False] * 3
+
+
+def test_mismatched_arguments_raise_on_every_rank(tmp_path):
+    results, _ = run_ranks(tmp_path, """
+        cases = {
+            "shape": lambda: dist.all_reduce(tg.ones(2 + rank)),
+            "dtype": lambda: dist.all_reduce(tg.ones(2, dtype=tg.float64 if rank else tg.float32)),
+            "root": lambda: dist.broadcast(tg.ones(2), src=rank),
+            "avg_int": lambda: dist.all_reduce(tg.ones(2, dtype=tg.int64), op=dist.ReduceOp.AVG),
+            "gather_list": lambda: dist.all_gather([tg.zeros(2)], tg.ones(2)),
+            "agt_shape": lambda: dist.all_gather_into_tensor(tg.zeros(3), tg.ones(2)),
+        }
+        out = {}
+        for name, fn in cases.items():
+            try:
+                fn()
+                out[name] = None
+            except RuntimeError as e:
+                out[name] = str(e)
+        t = tg.ones(2); dist.all_reduce(t); out["after"] = t.tolist()   # the group still works
+        report(**out)
+    """, n=2, timeout=60)
+    assert len(results) == 2
+    for r in results:
+        assert "rank 0: float32 [2]" in r["shape"] and "rank 1: float32 [3]" in r["shape"]
+        assert "float64" in r["dtype"] and "disagree" in r["dtype"]
+        assert "broadcast" in r["root"]
+        assert "AVG" in r["avg_int"]
+        assert "tensor_list must hold 2 tensors" in r["gather_list"]
+        assert "output_tensor of shape [3]" in r["agt_shape"]
+        assert r["after"] == [2.0, 2.0]
+
+
+def test_a_rank_that_raises_ends_the_job(tmp_path):
+    _, proc = run_ranks(tmp_path, """
+        if rank == 1:
+            raise ValueError("rank one gives up")
+        dist.barrier()   # rank 0 would wait here forever without python -m mpi4py's abort
+    """, n=2, timeout=60, expect_fail=True)
+    assert proc.returncode != 0
+    assert "rank one gives up" in proc.stderr
+
+
+def test_without_init_the_calls_say_so():
+    import tracegrad as tg
+    import tracegrad.distributed as dist
+
+    assert dist.is_available() and not dist.is_initialized()
+    with pytest.raises(RuntimeError, match="Default process group has not been initialized"):
+        dist.all_reduce(tg.ones(2))
+    with pytest.raises(ValueError, match="backend='mpi'"):
+        dist.init_process_group(backend="nccl")

@@ -1,0 +1,48 @@
+"""Collective primitives: ``all_reduce`` and ``broadcast`` across the ranks of a process group
+(``tracegrad.distributed``), so that a compiled training step records its gradient all-reduce in
+the IR and runs it inside the one native call.
+
+Both are out of place (the distributed API writes their result back into the user's tensor with
+``copy_``). ``random=True`` is the registry's "not a pure function of its inputs" flag: it keeps
+the passes from folding, merging (CSE) or recomputing a collective, and the C backend from
+splitting the batch of a program that holds one; every rank runs the same program, so the
+collectives are issued in the same order everywhere. ``group`` is the group's id (an int, part
+of the cache key); the world size is not: the program asks the communicator at run time, so one
+cached program serves any number of ranks. Not differentiable: DDP reduces gradients under
+``no_grad``.
+"""
+from __future__ import annotations
+
+from .registry import defop
+
+REDUCE_OPS = ("sum", "avg", "max", "min", "product")
+
+
+def _infer_all_reduce(x, reduction, group):
+    if reduction not in REDUCE_OPS:
+        raise RuntimeError(f"all_reduce: unknown reduction {reduction!r}; expected one of {', '.join(REDUCE_OPS)}")
+    if reduction == "avg" and not x.dtype.is_floating_point:
+        raise RuntimeError(f"all_reduce: ReduceOp.AVG needs a floating point tensor, got {x.dtype}")
+    return tuple(x.shape), x.dtype
+
+
+def _all_reduce_impl(x, reduction, group):
+    from ..distributed import _mpi  # (MPI is initialised by init_process_group, never at import)
+
+    return _mpi.allreduce(x, reduction, group)
+
+
+def _infer_broadcast(x, src, group):
+    return tuple(x.shape), x.dtype
+
+
+def _broadcast_impl(x, src, group):
+    from ..distributed import _mpi
+
+    return _mpi.broadcast(x, src, group)
+
+
+ALL_REDUCE = defop("all_reduce", infer=_infer_all_reduce, impl=_all_reduce_impl, differentiable=False,
+                   random=True, kind="collective")
+BROADCAST = defop("broadcast", infer=_infer_broadcast, impl=_broadcast_impl, differentiable=False,
+                  random=True, kind="collective")
