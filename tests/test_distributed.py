@@ -41,7 +41,8 @@ rank, world = dist.get_rank(), dist.get_world_size()
 def run_ranks(tmp_path, body, n=2, timeout=90, expect_fail=False):
     """Run PRELUDE + ``body`` on ``n`` ranks; the reported dicts in rank order (and the process)."""
     script = tmp_path / "script.py"
-    script.write_text(PRELUDE + textwrap.dedent(body))
+    parts = body if isinstance(body, (list, tuple)) else [body]  # (each part dedented on its own)
+    script.write_text(PRELUDE + "".join(textwrap.dedent(b) for b in parts))
     proc = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-m", "mpi4py", str(script)],
                           capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
     if not expect_fail:
@@ -147,3 +148,96 @@ def test_without_init_the_calls_say_so():
         dist.all_reduce(tg.ones(2))
     with pytest.raises(ValueError, match="backend='mpi'"):
         dist.init_process_group(backend="nccl")
+
+
+DDP_SETUP = """
+import warnings
+def make():
+    tg.manual_seed(100 + rank)   # a different init on every rank: DDP must broadcast rank 0's
+    return tg.nn.Sequential(tg.nn.Linear(5, 16), tg.nn.Tanh(), tg.nn.Linear(16, 3))
+
+rng = np.random.default_rng(0)
+X = tg.tensor(rng.standard_normal((12 * world, 5)), dtype=tg.float32)
+Y = tg.tensor(rng.standard_normal((12 * world, 3)), dtype=tg.float32)
+xs, ys = X[rank * 12:(rank + 1) * 12], Y[rank * 12:(rank + 1) * 12]
+
+def pair(opt_cls, **kw):
+    ddp = tg.nn.parallel.DistributedDataParallel(make(), bucket_cap_mb=0.0002)  # (several buckets)
+    ref = make(); ref.load_state_dict(ddp.module.state_dict())
+    return ddp, opt_cls(ddp.parameters(), **kw), ref, opt_cls(ref.parameters(), **kw)
+
+def ref_step(ref, ropt):
+    ropt.zero_grad(); tg.nn.functional.mse_loss(ref(X), Y).backward(); ropt.step()
+
+def max_diff(a, b):
+    return max(float((p - q).abs().max()) for p, q in zip(a.parameters(), b.parameters()))
+
+def flat(m):
+    return np.concatenate([p.detach().numpy().ravel() for p in m.parameters()])
+"""
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_ddp_eager_equals_single_process_training(tmp_path, n):
+    results, _ = run_ranks(tmp_path, [DDP_SETUP, """
+        out = {}
+        fresh = make()
+        ddp, opt, ref, ropt = pair(tg.optim.SGD, lr=0.1, momentum=0.9)
+        out["broadcast"] = bool(np.array_equal(flat(ddp.module), flat(ref)))
+        out["changed_from_own_init"] = rank == 0 or not np.array_equal(flat(fresh), flat(ddp.module))
+        out["buckets"] = len(ddp._reducer.buckets)
+        for _ in range(20):
+            opt.zero_grad(); tg.nn.functional.mse_loss(ddp(xs), ys).backward(); opt.step(); ref_step(ref, ropt)
+        out["sgd"] = max_diff(ddp.module, ref)
+        ddp, opt, ref, ropt = pair(tg.optim.Adam, lr=0.01)
+        for _ in range(20):
+            opt.zero_grad(); tg.nn.functional.mse_loss(ddp(xs), ys).backward(); opt.step(); ref_step(ref, ropt)
+        out["adam"] = max_diff(ddp.module, ref)
+        # no_sync: two local backwards, then one synchronised: the average of the accumulated sums
+        ddp, opt, ref, ropt = pair(tg.optim.SGD, lr=0.1)
+        with ddp.no_sync():
+            tg.nn.functional.mse_loss(ddp(xs), ys).backward()
+        tg.nn.functional.mse_loss(ddp(xs), ys).backward()
+        tg.nn.functional.mse_loss(ref(X), Y).backward()
+        out["no_sync"] = float(np.abs(np.concatenate([p.grad.numpy().ravel() for p in ddp.parameters()])
+                                     - 2 * np.concatenate([p.grad.numpy().ravel() for p in ref.parameters()])).max())
+        out["params"] = flat(ddp.module).tolist()
+        out["state_keys"] = sorted(ddp.state_dict())[:1]
+        report(**out)
+    """], n=n)
+    assert len(results) == n
+    for r in results:
+        assert r["broadcast"] and r["changed_from_own_init"] and r["buckets"] > 1
+        assert r["sgd"] < 1e-6 and r["adam"] < 1e-6 and r["no_sync"] < 1e-6, r
+        assert r["params"] == results[0]["params"]  # identical replicas, bit for bit
+        assert r["state_keys"] == ["module.0.bias"]
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "c"])
+def test_ddp_compiled_step_captures_the_all_reduce(tmp_path, backend):
+    results, _ = run_ranks(tmp_path, [DDP_SETUP, f"""
+        ddp, opt, ref, ropt = pair(tg.optim.Adam, lr=0.01)
+
+        @tg.compile(backend="{backend}")
+        def step(x, y):
+            opt.zero_grad()
+            loss = tg.nn.functional.mse_loss(ddp(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(15):
+                step(xs, ys); ref_step(ref, ropt)
+        prog = step.programs[0]
+        report(diff=max_diff(ddp.module, ref), programs=len(step.programs),
+               all_reduces=str(prog.graph).count("all_reduce"), buckets=len(ddp._reducer.buckets),
+               warnings=[str(w.message) for w in caught], params=flat(ddp.module).tolist())
+    """], n=2, timeout=120)
+    assert len(results) == 2
+    for r in results:
+        assert r["diff"] < 1e-6, r
+        assert r["programs"] == 1 and r["all_reduces"] == r["buckets"] > 1
+        assert r["params"] == results[0]["params"]
+        assert not [w for w in r["warnings"] if "graph break" in w.lower()], r["warnings"]

@@ -10,6 +10,7 @@
 tracegrad.Size([8, 4])
 """
 from . import attention, functional, init, utils
+from . import parallel  # (tg.nn.parallel.DistributedDataParallel, as torch.nn.parallel)
 from .modules.activation import ELU, GLU, Hardtanh, LeakyReLU, LogSigmoid, Mish, SiLU, Softplus, Softsign
 from .modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm
 from .modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
