@@ -268,6 +268,31 @@ def test_assignments_to_python_state_break_the_graph():
     assert cm(tg.ones(1)).item() == 2.0 and m.calls == 2
 
 
+@pytest.mark.parametrize("backend", ["interpreter", "c"])
+def test_python_state_changed_inside_the_function_changes_once_per_call(backend):
+    """An append to an outer list, an attribute of a config object, an argument's attribute:
+    the trace made the change once, so the first call runs the traced program and later calls
+    run eagerly; every call makes its change exactly once, as eagerly."""
+    log, cfg = [], Config()
+
+    def f(x, stats):
+        log.append(1.0)
+        cfg.scale += 1.0
+        stats.scale *= 2.0
+        return x * len(log) + cfg.scale + stats.scale
+
+    stats = Config()
+    c = tg.compile(f, backend=backend)
+    x = tg.ones(2)
+    with pytest.warns(RuntimeWarning, match="the function changes .* a compiled program would not repeat"):
+        first = c(x, stats)
+    assert first.tolist() == [1.0 + 2.0 + 2.0] * 2 and len(log) == 1 and cfg.scale == 2.0 and stats.scale == 2.0
+    assert c(x, stats).tolist() == [2.0 + 3.0 + 4.0] * 2 and len(log) == 2 and stats.scale == 4.0
+    assert c.programs == []
+    with pytest.raises(CompileError, match="the function changes"):
+        tg.compile(f, backend="interpreter", fullgraph=True)(x, stats)
+
+
 def test_guard_log_names_the_failed_guard(monkeypatch, caplog):
     import logging
 

@@ -22,7 +22,7 @@ def test_state_round_trips_and_fork_rng_restores_it():
 
 def test_generators_are_separate_streams_with_pytorchs_seed_api():
     g = tg.Generator()
-    assert g.initial_seed() == 67280421310721 and g.device == "cpu"
+    assert g.initial_seed() == 67280421310721 and g.device == tg.device("cpu")  # (torch: device, not str)
     assert g.manual_seed(2**64 - 1) is g and g.initial_seed() == 2**64 - 1
     assert tg.Generator().manual_seed(2**64 - 1).get_state().numpy()[-1] == -1  # uint64 kept as int64
     g.manual_seed(7)

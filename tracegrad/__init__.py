@@ -14,6 +14,7 @@ from .core.dtypes import (float32 as float, float64 as double, float16 as half, 
                           int16 as short)
 from .core.dtypes import finfo, iinfo
 from .core.tensor import Size, Tensor
+from .core.device import device, get_default_device, set_default_device
 from ._api import tensor_methods as _methods  # (binds methods onto Tensor)
 from .ops import registry as _registry
 
@@ -80,3 +81,4 @@ globals().update(_in_place_functions())  # tg.exp_(x) is x.exp_(), as torch.exp_
 
 _out_arguments.install(globals())  # (last: every function of the namespace is defined by now)
 from . import distributed  # (tg.distributed: process groups and collectives over MPI, as torch.distributed)
+from . import backends, cuda  # (torch.backends, torch.cuda: answers of a CPU build)

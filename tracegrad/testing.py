@@ -15,6 +15,7 @@ import numpy as np
 from .core import creation
 from .core import dtypes as _dt
 from .core.tensor import Tensor
+from .core.device import check_device as _check_device
 
 __all__ = ["assert_close", "make_tensor"]
 
@@ -121,6 +122,7 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=F
                 exclude_zero=False, memory_format=None):
     """A tensor of ``shape`` with values uniform in [low, high) (PyTorch's defaults: [-9, 9)
     for floats, [-9, 10) for integers, random for bool), drawn from the global generator."""
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         shape = tuple(shape[0])
     dtype = _dt.to_dtype(dtype)

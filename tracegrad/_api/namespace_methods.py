@@ -242,9 +242,13 @@ Tensor.is_pinned = lambda self, device=None: False
 Tensor.is_shared = lambda self: False
 
 
-def _no_cuda(self, *args, **kwargs):
-    raise RuntimeError("tracegrad tensors live in host memory (NumPy); there are no CUDA tensors. "
-                       "tg.compile(..., backend='cuda') runs compiled programs on the GPU instead")
+def _no_cuda(self, device=None, non_blocking=False, memory_format=None):
+    """``x.cuda()``: PyTorch's CPU build's error (core/device.py)."""
+    from ..core.device import device as _dev
+    from ..core.device import no_device_error
+
+    raise no_device_error(_dev("cuda") if device is None else _dev("cuda", device) if isinstance(device, int)
+                          else _dev(device))
 
 
 Tensor.cuda = _no_cuda

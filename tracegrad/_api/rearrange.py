@@ -19,6 +19,8 @@ from ..core.creation import tensor, zeros
 from ..ops.index import check_index
 from ..ops.shapes import wrap_dim
 from ..core.tensor import Size, Tensor
+from .numpy_names import accept_numpy_names
+from ..core.device import check_device as _check_device
 
 __all__ = ["tile", "select", "rot90", "fliplr", "flipud", "meshgrid", "tensor_split", "take", "ravel",
            "take_along_dim", "hsplit", "vsplit", "dsplit", "diag_embed", "diagflat", "broadcast_tensors",
@@ -88,7 +90,7 @@ def meshgrid(*tensors, indexing=None):
         tensors = tuple(tensors[0])
     indexing = indexing or "ij"
     if indexing not in ("ij", "xy"):
-        raise ValueError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
     for t in tensors:
         if t.ndim > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t.ndim}D")
@@ -351,9 +353,15 @@ def _triangle(row, col, offset, lower, dtype):
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (row, col) indices of the lower triangle of a row x col matrix, a 2 x N tensor."""
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     return _triangle(row, col, offset, True, dtype)
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (row, col) indices of the upper triangle of a row x col matrix, a 2 x N tensor."""
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     return _triangle(row, col, offset, False, dtype)
+
+
+# (last: every function above with a dim= takes axis= too, as PyTorch's)
+accept_numpy_names(globals())

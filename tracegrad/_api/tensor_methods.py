@@ -2,6 +2,7 @@
 Every method is a thin call into ``tracegrad._api.functional``: one place for each rule."""
 from __future__ import annotations
 
+from ..core import device as _device
 from ..core import dtypes as _dt
 from . import composites as C
 from ..core import creation
@@ -80,14 +81,23 @@ def _where_method(self, condition, other):
 Tensor.where = _where_method
 
 
-def _to(self, *args, dtype=None, **kwargs):
+def _to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
+    """PyTorch's ``Tensor.to``: ``to(dtype)``, ``to(device, dtype)``, ``to(other)`` (its dtype and
+    device), with ``copy=True`` for a new tensor even when nothing changes. A device other than
+    the CPU raises (core/device.py)."""
     for a in args:
         if isinstance(a, Tensor):
-            dtype = a.dtype
-        elif a not in ("cpu", None):
+            dtype, device = a.dtype, a.device
+        elif a is None:
+            continue
+        elif _device.is_device_like(a):
+            device = a
+        else:
             dtype = a
-    if dtype is None:
-        return self
+    if device is not None:
+        _device.check_device(device)
+    if dtype is None or _dt.to_dtype(dtype) is self.dtype:
+        return F.clone(self) if copy else self
     return F.cast(self, _dt.to_dtype(dtype))
 
 

@@ -26,6 +26,7 @@ from . import functional as F
 from .. import linalg as _linalg
 from ..nn import functional as _nnf
 from ..core.tensor import Tensor
+from ..core.device import check_device as _check_device
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -184,6 +185,7 @@ def rsub(input, other, alpha=1):
 def range(start=0, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False):
     """``start`` to ``end`` *inclusive* by ``step``, in the default float dtype (deprecated in
     PyTorch for ``arange``)."""
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     from ..core.creation import tensor
 
     if end is None:
@@ -287,6 +289,7 @@ def is_inference(input):
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """A tensor of ``obj``, sharing a NumPy array's or a tensor's memory where the dtype allows
     and ``copy`` is not True."""
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     from ..core.creation import as_tensor, tensor
 
     if copy:
@@ -307,6 +310,7 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """An uninitialized tensor of ``size`` whose elements lie at ``stride`` (a view of fresh storage)."""
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     from ..core.creation import empty
 
     size, stride = tuple(size), tuple(stride)
@@ -318,6 +322,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None, device=None,
                  requires_grad=False, memory_format=None):
     """Integers in [low, high) of ``input``'s shape (and dtype unless given)."""
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     from ..core.creation import randint
 
     if high is None:

@@ -147,6 +147,8 @@ def capture_program(fn, args, kwargs, backend, options=None, name=None, extra_gu
     options = dict(options or {})
     backend_options = {k: v for k, v in options.items() if k not in CORE_OPTIONS}
     c = capture_graphs(fn, args, kwargs, options, name, extra_guards)
+    if c.cap.changed_while_tracing:  # it runs once (CompiledFunction._capture_once): no C build
+        backend = "interpreter"
     forward, backward, graph = c.forward, c.backward, c.graph
     if _log_enabled("ir"):
         text = str(forward) + "\n\n" + str(backward) if forward is not None else str(graph)
@@ -311,12 +313,30 @@ class CompiledFunction:
             prog = self._capture(args, kwargs)
             if prog is None:
                 return None
+            if prog.capture.changed_while_tracing:
+                return self._run_once_then_eager(prog)
             if spec is None:
                 spec = pytree.flatten((args, kwargs))[1]
             prog = self._dynamic_wrap(prog, flat, spec)
             self.programs.append(prog)
             _log("cache", "%s: compiled program %d", self.__name__, len(self.programs))
             return prog
+
+    def _run_once_then_eager(self, prog):
+        """The trace changed Python state the function reads (an append to an outer list, an
+        attribute of a config object): the change happened once, while tracing, so this call
+        runs the traced program (the tensor results of that same call) and later calls run
+        eagerly, each making its change. fullgraph=True raises instead."""
+        reason = prog.capture.changed_while_tracing
+        msg = f"tg.compile: graph break in {self.__name__}: {reason}"
+        self.breaks.append((reason, None))
+        self._eager, self._hit = True, False
+        if self.fullgraph:
+            raise CompileError(msg)
+        _log("breaks", "%s", msg)
+        warnings.warn(msg + "; running the function eagerly from the next call.", RuntimeWarning,
+                      stacklevel=5)
+        return prog
 
     def _autograd_state_blocker(self, flat, args, kwargs):
         """Why autograd state outside the arguments' guards (custom saved-tensor hooks, anomaly
@@ -502,6 +522,8 @@ def explain(fn, *args, **kwargs):
                                name=_graph_name(target), extra_guards=extra)
     except trace.GraphBreak as gb:
         return Explanation(0, [(gb.reason, gb.where)], {}, [])
+    if prog.capture.changed_while_tracing:
+        return Explanation(0, [(prog.capture.changed_while_tracing, None)], {}, [])
     counts = {}
     for g in (prog.forward or prog.graph, prog.backward):
         for k, v in (g.op_counts() if g is not None else {}).items():

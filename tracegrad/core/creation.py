@@ -14,6 +14,7 @@ import numpy as np
 from . import dtypes as _dt
 from . import tracing as trace  # (imports nothing of the package: no cycle)
 from .tensor import Tensor
+from .device import check_device as _check_device
 
 
 def _infer_nested(data, dim=0):
@@ -64,6 +65,7 @@ def _wrap(array, dtype, requires_grad=False):
 
 def tensor(data, dtype=None, requires_grad=False, device=None):
     """Create a tensor by copying ``data`` (numbers, nested lists, ndarrays or tensors)."""
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     shape, cat = _infer_nested(data)
     if dtype is not None:
         dt = _dt.to_dtype(dtype)
@@ -126,21 +128,25 @@ def _float(dtype):
 
 
 def zeros(*size, dtype=None, requires_grad=False, device=None):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     dt = _float(dtype)
     return _wrap(np.zeros(_shape(size), dt.np), dt, requires_grad)
 
 
 def ones(*size, dtype=None, requires_grad=False, device=None):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     dt = _float(dtype)
     return _wrap(np.ones(_shape(size), dt.np), dt, requires_grad)
 
 
 def empty(*size, dtype=None, requires_grad=False, device=None):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     dt = _float(dtype)
     return _wrap(np.zeros(_shape(size), dt.np), dt, requires_grad)
 
 
 def full(size, fill_value, dtype=None, requires_grad=False, device=None):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.category_default(_dt.scalar_category(fill_value))
@@ -152,26 +158,31 @@ def _like(t, dtype):
     return _dt.to_dtype(dtype) if dtype is not None else t.dtype
 
 
-def zeros_like(t, dtype=None, requires_grad=False):
+def zeros_like(t, dtype=None, requires_grad=False, *, device=None):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     dt = _like(t, dtype)
     return _wrap(np.zeros(tuple(t.shape), dt.np), dt, requires_grad)
 
 
-def ones_like(t, dtype=None, requires_grad=False):
+def ones_like(t, dtype=None, requires_grad=False, *, device=None):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     dt = _like(t, dtype)
     return _wrap(np.ones(tuple(t.shape), dt.np), dt, requires_grad)
 
 
-def empty_like(t, dtype=None, requires_grad=False):
+def empty_like(t, dtype=None, requires_grad=False, *, device=None):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     return zeros_like(t, dtype, requires_grad)
 
 
-def full_like(t, fill_value, dtype=None, requires_grad=False):
+def full_like(t, fill_value, dtype=None, requires_grad=False, *, device=None):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     dt = _like(t, dtype)
     return _wrap(np.full(tuple(t.shape), fill_value, dt.np), dt, requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -184,8 +195,15 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None
     return _wrap(np.arange(start, end, step).astype(dt.np), dt, requires_grad)
 
 
+def _no_bool_range(name, dt):
+    if dt == _dt.bool_:  # (PyTorch has no bool kernel of its ranges)
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'Bool\'')
+
+
 def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     dt = _float(dtype)
+    _no_bool_range("linspace", dt)
     return _wrap(np.linspace(start, end, steps).astype(dt.np), dt, requires_grad)
 
 
@@ -196,7 +214,9 @@ def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False, devi
     >>> tg.logspace(0, 2, 3)
     tensor([  1.,  10., 100.])
     """
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     dt = _float(dtype)
+    _no_bool_range("logspace", dt)
     return _wrap(np.power(float(base), np.linspace(start, end, steps)).astype(dt.np), dt, requires_grad)
 
 
@@ -208,11 +228,13 @@ def scalar_tensor(s, *, dtype=None, requires_grad=False, device=None):
     >>> tg.scalar_tensor(3)
     tensor(3.)
     """
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     dt = _float(dtype)
     return _wrap(np.asarray(s).astype(dt.np), dt, requires_grad)
 
 
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     dt = _float(dtype)
     return _wrap(np.eye(n, m, dtype=dt.np), dt, requires_grad)
 
@@ -231,27 +253,36 @@ def _random(size, dtype, requires_grad, sample):
 
 
 def randn(*size, dtype=None, requires_grad=False, generator=None, device=None):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     g = generator or default_generator
     return _random(size, dtype, requires_grad, lambda s: g.rng.standard_normal(s))
 
 
 def rand(*size, dtype=None, requires_grad=False, generator=None, device=None):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     g = generator or default_generator
     return _random(size, dtype, requires_grad, lambda s: g.rng.random(s))
 
 
-def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
-    if high is None:
+def randint(low, high=None, size=None, *, dtype=None, generator=None, requires_grad=False, device=None,
+            layout=None, pin_memory=False):
+    """Integers in ``[low, high)``; PyTorch's two overloads: ``randint(high, size)`` and
+    ``randint(low, high, size)``."""
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
+        low, high, size = 0, low, high
+    elif high is None:
         low, high = 0, low
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
     g = generator or default_generator
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
-    return _random(size, dt, False, lambda s: g.rng.integers(low, high, s))
+    return _random(size, dt, requires_grad, lambda s: g.rng.integers(low, high, s))
 
 
 def randperm(n, dtype=None, generator=None, requires_grad=False, device=None):
     """A random permutation of ``0 .. n-1`` (int64 unless ``dtype`` says otherwise)."""
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     g = generator or default_generator
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
     return _random((int(n),), dt, requires_grad, lambda s: g.rng.permutation(s[0]))
@@ -311,11 +342,13 @@ def poisson(input, generator=None):
     return _random(rates.shape, input.dtype, False, lambda s: g.rng.poisson(rates, s))
 
 
-def randn_like(t, dtype=None, requires_grad=False):
+def randn_like(t, dtype=None, requires_grad=False, *, device=None):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     return randn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
 
-def rand_like(t, dtype=None, requires_grad=False):
+def rand_like(t, dtype=None, requires_grad=False, *, device=None):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     return rand(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
 
@@ -327,3 +360,27 @@ def seed_tensor():
     if tracer is not None:
         return Tensor._make(tracer.seed_input(), _dt.int64)
     return Tensor._make(np.asarray(default_generator.next_seed(), dtype=np.int64), _dt.int64)
+
+
+def legacy_tensor(*args, device=None):
+    """``Tensor(...)``, PyTorch's legacy constructor, always of the default float dtype:
+    ``Tensor()`` is empty, ``Tensor(2, 3)`` a tensor of that shape (zeros here; PyTorch leaves it
+    uninitialized), ``Tensor([[1, 2]])`` (a sequence, a Size too, or an ndarray) copies the data
+    converted, ``Tensor(t)`` of a tensor of the default dtype is ``t``'s storage."""
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dt = _dt.get_default_dtype()
+    if not args:
+        return _wrap(np.zeros((0,), dt.np), dt)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        t = args[0]
+        if t.dtype != dt:
+            raise TypeError(f"expected {dt.torch_name}Tensor (got {t.dtype.torch_name}Tensor)")
+        alias = Tensor._make(t._value, dt)
+        alias._vc = t._vc  # (the same storage: writes through either are seen by both)
+        return alias
+    if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
+        return _wrap(np.zeros(_shape(args), dt.np), dt)
+    if len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray)):
+        return tensor(np.asarray(tensor(args[0]).numpy(), dtype=dt.np), dtype=dt)
+    raise TypeError(f"new(): invalid data type for the legacy constructor Tensor(): "
+                    f"{', '.join(type(a).__name__ for a in args)}")

@@ -32,9 +32,12 @@ class Generator:
     ``get_state()`` / ``set_state(state)`` (an int64 tensor to keep and give back)."""
 
     def __init__(self, device="cpu"):
-        if str(device) != "cpu":
+        from .device import CPU
+        from .device import device as _device
+
+        if _device(device).type != "cpu":  # (PyTorch's CPU build raises a RuntimeError here too)
             raise RuntimeError(f"tracegrad Generators are CPU generators; got device={device!r}")
-        self.device = "cpu"
+        self.device = CPU
         self.manual_seed(_DEFAULT_SEED)
 
     def manual_seed(self, seed):

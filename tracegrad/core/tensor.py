@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as _dt
+from .device import CPU as _CPU
 from ..autograd import engine, grad_mode  # (the autograd package needs no Tensor at import)
 from . import tracing as trace  # (imports nothing of the package: no cycle)
 
@@ -75,8 +76,22 @@ class Tensor:
     _post_acc_hooks = None
     _acc_node = None
 
+    def __new__(cls, *args, **kwargs):
+        # ``Tensor(...)``, the legacy constructor (``torch.Tensor([1, 2])``) for the class itself;
+        # subclasses (Parameter) construct in their own __new__.
+        if cls is not Tensor:
+            return object.__new__(cls)
+        from .creation import legacy_tensor
+
+        return legacy_tensor(*args, **kwargs)
+
     def __init__(self, *args, **kwargs):
-        raise TypeError("use tg.tensor(data), tg.zeros(shape), ... to create tensors")
+        pass  # (everything happens in __new__: legacy_tensor, or a subclass's own)
+
+    def __format__(self, spec):
+        from .printing import tensor_format  # (PyTorch's: a 0-d tensor formats as its number)
+
+        return tensor_format(self, spec)
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -139,7 +154,8 @@ class Tensor:
 
     @property
     def device(self):
-        return "cpu"
+        """Always the CPU in this version (core/device.py)."""
+        return _CPU
 
     def is_floating_point(self):
         return self._dtype.is_floating_point

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.tensor import Tensor, VersionCounter
+from ..core.device import check_device as _check_device
 
 
 class Parameter(Tensor):
@@ -105,6 +106,7 @@ class UninitializedTensorMixin:
     def materialize(self, shape, device=None, dtype=None):
         """Give this tensor data of ``shape`` (and ``dtype``, its own by default), uninitialised
         in principle (zeros here); it becomes a ``cls_to_become`` (Parameter or Tensor)."""
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         dtype = self._dtype if dtype is None else dtypes.to_dtype(dtype)
         self.__class__ = self.cls_to_become
         self._value = np.zeros(tuple(shape), dtype.np)
@@ -147,6 +149,7 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
     cls_to_become = Parameter
 
     def __new__(cls, requires_grad=True, device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         return cls._placeholder(requires_grad, dtype)
 
 
@@ -156,6 +159,7 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     cls_to_become = Tensor
 
     def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         t = cls._placeholder(requires_grad, dtype)
         t.persistent = persistent
         return t

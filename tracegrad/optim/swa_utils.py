@@ -22,6 +22,7 @@ from ..core import dtypes as _dt
 from ..autograd.grad_mode import no_grad
 from ..nn.modules.module import Module
 from .lr_scheduler import LRScheduler
+from ..core.device import check_device as _check_device
 
 __all__ = ["AveragedModel", "SWALR", "update_bn", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn",
            "get_ema_avg_fn", "get_swa_avg_fn"]
@@ -84,6 +85,7 @@ class AveragedModel(Module):
     ``n_averaged`` (an int64 buffer) counts the models averaged."""
 
     def __init__(self, model, device=None, avg_fn=None, multi_avg_fn=None, use_buffers=False):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__()
         if avg_fn is not None and multi_avg_fn is not None:
             raise AssertionError("Only one of avg_fn and multi_avg_fn should be provided")
@@ -122,6 +124,7 @@ def update_bn(loader, model, device=None):
     """One pass over ``loader`` (batches, or tuples whose first element is the batch) in
     training mode with cumulative batch-norm averages, so the running statistics match the
     (averaged) weights."""
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     from ..nn.modules.batchnorm import _BatchNorm
 
     momenta = {}

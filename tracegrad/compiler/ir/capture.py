@@ -63,6 +63,7 @@ class Capture:
         self.view_outputs = {}
         self.lifted = []
         self.tracer = None
+        self.changed_while_tracing = None  # why the program may run only once (pystate.py)
 
 
 def arg_guard(x, name):
@@ -118,7 +119,9 @@ def trace_function(fn, args, kwargs, name=None, extra_guards=(), tracer_cls=Trac
 
     tracer.guard_value("autocast state", amp.state, amp.state())
     sargs, skwargs = pytree.unflatten(spec, symbolic)
-    watch = pystate.Watch()  # the Python code that runs, for guards on what it reads
+    # the Python code that runs, for guards on what it reads
+    watch = pystate.Watch([(f"argument {n}", x) for n, x in zip(cap.arg_names, flat)
+                           if not isinstance(x, (Tensor, np.ndarray) + _SIMPLE)])
     with tracing(tracer):
         with watch:
             result = fn(*sargs, **skwargs)
@@ -140,6 +143,9 @@ def _guard_python_state(cap, tracer, watch, fn, flat):
     guards, breaks, modules = pystate.guards_for(watch, fn, objects)
     if breaks:
         raise GraphBreak(*breaks[0])
+    # state the trace changed: this call runs the program once (the change happened once, while
+    # tracing), later calls run eagerly (compiler/api.py)
+    cap.changed_while_tracing = pystate.changed_while_tracing(watch)
     cap.state_guards.extend(("py", g) for g in guards)
     found = _names.reachable(fn, [(n, x) for n, x in zip(cap.arg_names, flat)
                                   if not isinstance(x, Tensor)])[1]

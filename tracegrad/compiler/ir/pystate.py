@@ -122,11 +122,15 @@ class Watch:
     (``time.time``, ``np.random.rand``) are found in its bytecode instead (``_calls``). A trace
     function already set (a debugger, coverage) keeps receiving every event through this one."""
 
-    def __init__(self):
+    def __init__(self, objects=()):
         self.codes = {}
         self.breaks = []
         self._seen = {}  # code -> True (user code), False (trusted) or _NONDET
         self._previous = None
+        # guards on the state each user code reads, made before it first runs (and on the
+        # object arguments): compared after the trace, they tell what the trace changed
+        self.before = [_constant_guard(desc, obj, _all_attrs(obj)) for desc, obj in objects]
+        self._before_seen = set()
 
     def __enter__(self):
         self._previous = sys.gettrace()
@@ -146,6 +150,8 @@ class Watch:
                 self.codes.setdefault(code, frame.f_globals)
                 self._scan_writes(frame, code)
                 self._scan_calls(frame, code)
+                self.before += code_guards(code, frame.f_globals, None, code_reads(code)[2],
+                                           self._before_seen)
         if kind is _NONDET:
             caller = frame.f_back
             # only the user's own calls: a gc callback or a library may draw its own numbers
@@ -504,6 +510,13 @@ class ModuleStateGuard:
 
 
 # ----------------------------------------------------------------------------- building guards
+def _all_attrs(obj):
+    """Every attribute name of a plain object (what an argument's guard before the trace follows:
+    which ones the trace reads is not known yet)."""
+    d = getattr(obj, "__dict__", None)
+    return frozenset(d) if isinstance(d, dict) else frozenset()
+
+
 def _constant_guard(desc, obj, attrs):
     """A guard on an object the program holds directly (``self``, an argument already guarded
     by identity): the same object, with the attributes the traced code loads."""
@@ -521,8 +534,7 @@ def guards_for(watch, fn, objects=()):
     attrs = set()
     for code in watch.codes:
         attrs |= code_reads(code)[2]
-    top = getattr(fn, "__func__", fn)
-    guards, breaks, seen_cells, seen_globals = [], [], set(), set()
+    guards, seen = [], set()
     owner = getattr(fn, "__self__", None)
     if owner is None and not isinstance(fn, (types.FunctionType, types.BuiltinFunctionType)):
         owner = fn  # a callable object: its __call__ reads it as self
@@ -531,38 +543,57 @@ def guards_for(watch, fn, objects=()):
     for desc, obj in objects:
         guards.append(_constant_guard(desc, obj, attrs))
     for code, globs in watch.codes.items():
-        g_names, free = code_reads(code)[:2]
-        for name in sorted(g_names):
-            if (id(globs), name) in seen_globals:
-                continue
-            seen_globals.add((id(globs), name))
-            if name in globs:
-                value = globs[name]
-            elif hasattr(builtins, name):
-                continue  # a builtin (a global shadowing it later is not guarded: security.md)
-            else:
-                value = MISSING
-            if not _symbolic(value):
-                guards.append(PyGuard(f"global {name}",
-                                      lambda n, name=name: f"{n['g']}.get({name!r}, {n['m']})",
-                                      {"g": globs, "m": MISSING}, value, attrs))
-        if not free:
-            continue
-        for f in _functions_of(code, top):
-            for var, cell in zip(code.co_freevars, f.__closure__ or ()):
-                if var not in free or id(cell) in seen_cells:
-                    continue
-                seen_cells.add(id(cell))
-                try:
-                    value = cell.cell_contents
-                except ValueError:  # not yet assigned
-                    continue
-                if not _symbolic(value):
-                    guards.append(PyGuard(f"closure variable {var} of {code.co_name}",
-                                          lambda n: f"{n['c']}.cell_contents", {"c": cell}, value,
-                                          attrs))
+        guards += code_guards(code, globs, getattr(fn, "__func__", fn), attrs, seen)
     modules = [m for g in guards for m in g.modules]
-    return guards, breaks, modules
+    return guards, [], modules
+
+
+def code_guards(code, globs, top, attrs, seen):
+    """PyGuards on the globals and closure cells ``code`` loads (with ``globs`` its globals;
+    ``top`` a function known to run it; ``attrs`` the attribute names to follow); ``seen``
+    (a set shared between calls) keeps each global and cell to one guard."""
+    g_names, free = code_reads(code)[:2]
+    guards = []
+    for name in sorted(g_names):
+        if (id(globs), name) in seen:
+            continue
+        seen.add((id(globs), name))
+        if name in globs:
+            value = globs[name]
+        elif hasattr(builtins, name):
+            continue  # a builtin (a global shadowing it later is not guarded: security.md)
+        else:
+            value = MISSING
+        if not _symbolic(value):
+            guards.append(PyGuard(f"global {name}",
+                                  lambda n, name=name: f"{n['g']}.get({name!r}, {n['m']})",
+                                  {"g": globs, "m": MISSING}, value, attrs))
+    if not free:
+        return guards
+    for f in _functions_of(code, top):
+        for var, cell in zip(code.co_freevars, f.__closure__ or ()):
+            if var not in free or id(cell) in seen:
+                continue
+            seen.add(id(cell))
+            try:
+                value = cell.cell_contents
+            except ValueError:  # not yet assigned
+                continue
+            if not _symbolic(value):
+                guards.append(PyGuard(f"closure variable {var} of {code.co_name}",
+                                      lambda n: f"{n['c']}.cell_contents", {"c": cell}, value, attrs))
+    return guards
+
+
+def changed_while_tracing(watch):
+    """A reason when Python state the traced code read was different after the trace than
+    when that code first ran (it changed it: ``log.append(x)``, ``cfg.calls += 1``), else None.
+    A program would not repeat that change."""
+    for g in watch.before:
+        if not g.check():
+            return (f"the function changes {g.desc} (it was {_short(g.value)}, then "
+                    f"{_short(g.now())}); a compiled program would not repeat the change")
+    return None
 
 
 def _symbolic(value):

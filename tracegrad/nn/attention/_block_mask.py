@@ -24,6 +24,7 @@ import inspect
 import itertools
 
 import numpy as np
+from ...core.device import check_device as _check_device
 
 __all__ = ["BlockMask", "create_block_mask", "create_mask", "and_masks", "or_masks", "noop_mask"]
 
@@ -128,6 +129,7 @@ def _as_full(value, shape, dtype):
 def create_mask(mod_fn, B, H, Q_LEN, KV_LEN, device=None):
     """The ``(B, H, Q_LEN, KV_LEN)`` bool mask of a mask_mod (True keeps), or of a score_mod
     (True where it does not give -inf); ``B``/``H`` of None mean 1."""
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     tg = _tg()
     B, H = B or 1, H or 1
     b, h, m, n = _index_grids(B, H, Q_LEN, KV_LEN)
@@ -284,6 +286,7 @@ class BlockMask:
 
     def to(self, device):
         """This BlockMask (tracegrad keeps everything on the CPU)."""
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         return self
 
     def to_string(self, grid_size=(20, 20), limit=4):
@@ -332,6 +335,7 @@ def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device=None, BLOCK_SIZE=_DE
     partial blocks and (with ``separate_full_blocks``) the fully kept ones, as PyTorch does.
     ``_compile`` and the dQ write-order options only concern PyTorch's GPU kernels and are
     accepted for compatibility."""
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     if _mod_type(mask_mod) != "mask_mod":
         raise AssertionError(f"create-block_mask requires a mask_mod function! Got {mask_mod}")
     if not isinstance(dq_kv_order, bool):
@@ -367,6 +371,7 @@ def _reads_traced(fn, depth=0):
 
 
 def _build_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device, BLOCK_SIZE, separate_full_blocks, unknown):
+    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     bq, bkv = (BLOCK_SIZE, BLOCK_SIZE) if isinstance(BLOCK_SIZE, int) else tuple(BLOCK_SIZE)
     b, h = B or 1, H or 1
     rows, cols = -(-Q_LEN // bq), -(-KV_LEN // bkv)

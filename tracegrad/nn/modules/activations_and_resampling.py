@@ -17,6 +17,7 @@ from .batchnorm import _NormBase
 from .loss import _Loss
 from .module import Module
 from ..parameter import Parameter
+from ...core.device import check_device as _check_device
 
 ReLU6 = _activation("ReLU6", F.relu6, ("inplace",), (False,))
 SELU = _activation("SELU", F.selu, ("inplace",), (False,))
@@ -35,6 +36,7 @@ class PReLU(Module):
     """``x`` where positive, ``weight * x`` elsewhere: one learnable slope, or one per channel."""
 
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__()
         self.num_parameters = num_parameters
         self.weight = Parameter(creation.full((num_parameters,), float(init), dtype=dtype))
@@ -223,6 +225,7 @@ class _InstanceNorm(_NormBase):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
                  device=None, dtype=None, bias=True):
         # (num_batches_tracked is kept, as PyTorch's, though never counted)
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, input):

@@ -27,12 +27,14 @@ from .. import functional as F
 from .container import ModuleList, Sequential
 from .basic import Linear
 from .module import Module
+from ...core.device import check_device as _check_device
 
 _ASMoutput = namedtuple("_ASMoutput", ["output", "loss"])
 
 
 class AdaptiveLogSoftmaxWithLoss(Module):
     def __init__(self, in_features, n_classes, cutoffs, div_value=4.0, head_bias=False, device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__()
         cutoffs = list(cutoffs)
         if not cutoffs:

@@ -20,6 +20,7 @@ from .. import functional as F
 from .. import init
 from .module import Module
 from ..parameter import Parameter
+from ...core.device import check_device as _check_device
 
 
 def _empty(*shape, dtype=None):
@@ -40,6 +41,7 @@ class Linear(Module):
     """``y = x @ weight.T + bias`` with weight ``(out_features, in_features)``."""
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
@@ -185,6 +187,7 @@ class LayerNorm(Module):
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
                  device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
@@ -223,6 +226,7 @@ class Embedding(Module):
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None,
                  dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__()
         if max_norm is not None or scale_grad_by_freq or sparse:
             raise NotImplementedError(f"{type(self).__name__}: max_norm, scale_grad_by_freq and sparse are "

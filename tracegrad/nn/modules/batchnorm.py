@@ -18,6 +18,7 @@ from .. import functional as F
 from .. import init
 from .module import Module
 from ..parameter import Parameter
+from ...core.device import check_device as _check_device
 
 
 class _NormBase(Module):
@@ -27,6 +28,7 @@ class _NormBase(Module):
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  device=None, dtype=None, *, bias=True):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
@@ -107,6 +109,7 @@ class GroupNorm(Module):
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *,
                  bias=True):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__()
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")

@@ -19,6 +19,7 @@ from ...core.tensor import Tensor
 from .batchnorm import _BatchNorm
 from .loss import NLLLoss
 from .module import Module
+from ...core.device import check_device as _check_device
 
 __all__ = ["Buffer", "SyncBatchNorm", "DataParallel", "Container", "NLLLoss2d"]
 
@@ -50,6 +51,7 @@ class SyncBatchNorm(_BatchNorm):
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  process_group=None, device=None, dtype=None, *, bias=True):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
         self.process_group = process_group
 

@@ -22,6 +22,7 @@ from .. import init
 from .basic import _uniform_bias
 from .module import Module
 from ..parameter import Parameter
+from ...core.device import check_device as _check_device
 
 
 def _ntuple(v, n, name):
@@ -48,6 +49,7 @@ class Conv2d(Module):
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__()
         if not isinstance(groups, int) or groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -187,6 +189,7 @@ class Conv1d(Conv2d):
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         one = lambda v: (v,) if isinstance(v, int) else tuple(v)
         super().__init__(in_channels, out_channels, (1,) + one(kernel_size), (1,) + one(stride),
                          padding if isinstance(padding, str) else (0,) + one(padding),
@@ -281,6 +284,7 @@ class _ConvTransposeNd(Module):
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
                  groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__()
         if in_channels % groups or out_channels % groups:
             raise ValueError("in_channels and out_channels must be divisible by groups")

@@ -33,6 +33,7 @@ from .basic import Linear
 from .norms_and_dropouts import ConvTranspose1d
 from .activations_and_resampling import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from ..parameter import UninitializedBuffer, UninitializedParameter, is_lazy
+from ...core.device import check_device as _check_device
 
 LAZY_MODULES = ["LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
                 "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
@@ -94,6 +95,7 @@ class LazyLinear(LazyModuleMixin, Linear):
     cls_to_become = Linear
 
     def __init__(self, out_features, bias=True, device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__(0, 0, False)  # (no bias: it would be replaced at once)
         self.out_features = out_features
         _uninitialized_weight_and_bias(self, bias, dtype)
@@ -155,6 +157,7 @@ def _lazy_conv(name, base):
     def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", device=None, dtype=None):
         # (through the mixin to base's: no bias, it would be replaced at once)
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode,
                                  device, dtype)
         self._lazy_init(out_channels, bias, dtype)
@@ -166,6 +169,7 @@ def _lazy_conv_transpose(name, base):
     """``LazyConvTranspose{1,2,3}d`` for ``base``: its arguments without ``in_channels``."""
     def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
                  dilation=1, padding_mode="zeros", device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, output_padding, groups, False,
                                  dilation, padding_mode, device, dtype)
         self._lazy_init(out_channels, bias, dtype)
@@ -179,6 +183,7 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
 
     def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None,
                  *, bias=True):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__(0, eps, momentum, False, False, device, dtype, bias=False)
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:

@@ -21,6 +21,7 @@ import math
 from .. import functional as F
 from .basic import Linear
 from .loss import _Loss
+from ...core.device import check_device as _check_device
 
 __all__ = ["linear_cross_entropy", "LinearCrossEntropyLoss", "LinearCrossEntropyOptions"]
 
@@ -78,6 +79,7 @@ class LinearCrossEntropyLoss(_Loss):
 
     def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None, dtype=None,
                  reduction="mean", weight=None, ignore_index=None, label_smoothing=0.0, options=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         if weight is not None and tuple(weight.shape) != (num_classes,):
             raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}")
         if label_smoothing < 0 or label_smoothing > 1.0:

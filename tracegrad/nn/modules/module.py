@@ -423,13 +423,23 @@ class Module:
                             t._grad = fn(t._grad)
         return self
 
-    def to(self, *args, dtype=None, **kwargs):
-        """Cast floating-point parameters and buffers to ``dtype`` (devices other than cpu are
-        not supported); the Parameter objects stay the same."""
+    def to(self, *args, dtype=None, device=None, non_blocking=False, **kwargs):
+        """Cast floating-point parameters and buffers to ``dtype``; the Parameter objects stay the
+        same. A device other than the CPU raises, as PyTorch's CPU build does (core/device.py)."""
+        from ...core import device as _device
+        from ...core.tensor import Tensor
+
         for a in args:
-            if a in ("cpu", None):
+            if isinstance(a, Tensor):
+                dtype, device = a.dtype, a.device
+            elif a is None:
                 continue
-            dtype = a
+            elif _device.is_device_like(a):
+                device = a
+            else:
+                dtype = a
+        if device is not None:
+            _device.check_device(device)
         if dtype is None:
             return self
         from ...core.dtypes import to_dtype
@@ -452,6 +462,13 @@ class Module:
         return self.to("bfloat16")
 
     def cpu(self):
+        return self
+
+    def cuda(self, device=None):
+        """PyTorch's CPU build's error: tracegrad keeps tensors in host memory (core/device.py)."""
+        from ...core.device import check_device
+
+        check_device("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
         return self
 
     # ------------------------------------------------------------------ state dict

@@ -20,6 +20,7 @@ from .basic import Embedding
 from .activations_and_resampling import Dropout2d, Upsample
 from .module import Module
 from ..parameter import Parameter
+from ...core.device import check_device as _check_device
 
 
 class RMSNorm(Module):
@@ -27,6 +28,7 @@ class RMSNorm(Module):
     scales by ``weight`` (ones) when ``elementwise_affine``."""
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
@@ -62,6 +64,7 @@ class Bilinear(Module):
     """``x1^T A x2 + b``: weight ``(out, in1, in2)`` and bias uniform in +-1/sqrt(in1)."""
 
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__()
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
         self.weight = Parameter(creation.empty(out_features, in1_features, in2_features, dtype=dtype))
@@ -272,6 +275,7 @@ class EmbeddingBag(Embedding):
     def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
                  include_last_offset=False, padding_idx=None, device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         if mode not in ("sum", "mean", "max"):
             raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
         super().__init__(num_embeddings, embedding_dim, padding_idx, max_norm, norm_type, scale_grad_by_freq,

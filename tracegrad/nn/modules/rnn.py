@@ -24,6 +24,7 @@ from .. import init
 from .module import Module
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence, _concrete_ints
+from ...core.device import check_device as _check_device
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -109,6 +110,7 @@ class RNNBase(Module):
 
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         if mode not in _GATES:
             raise ValueError(f"Unrecognized RNN mode: {mode}")
         self.__dict__["mode"] = mode
@@ -273,6 +275,7 @@ class RNNCellBase(Module):
     mode = None
 
     def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__()
         if self.mode is not None and num_chunks != _GATES[self.mode]:
             raise ValueError(f"{type(self).__name__} has {_GATES[self.mode]} gates, got num_chunks={num_chunks}")
@@ -316,6 +319,7 @@ class RNNCellBase(Module):
 
 class RNNCell(RNNCellBase):
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
         self.__dict__["mode"] = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
@@ -327,6 +331,7 @@ class LSTMCell(RNNCellBase):
     mode = "LSTM"
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
 
@@ -334,4 +339,5 @@ class GRUCell(RNNCellBase):
     mode = "GRU"
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)

@@ -21,6 +21,7 @@ from .basic import Dropout, LayerNorm, Linear
 from .module import Module
 from .transformer import (MultiheadAttention, TransformerEncoder, TransformerEncoderLayer, _activation,
                           generate_square_subsequent_mask)
+from ...core.device import check_device as _check_device
 
 
 class TransformerDecoderLayer(Module):
@@ -31,6 +32,7 @@ class TransformerDecoderLayer(Module):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True, device=None,
                  dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__()
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, dtype=dtype)
@@ -104,6 +106,7 @@ class Transformer(Module):
                  dim_feedforward=2048, dropout=0.1, activation="relu", custom_encoder=None,
                  custom_decoder=None, layer_norm_eps=1e-5, batch_first=False, norm_first=False,
                  bias=True, device=None, dtype=None):
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         super().__init__()
         shared = dict(dim_feedforward=dim_feedforward, dropout=dropout, activation=activation,
                       layer_norm_eps=layer_norm_eps, batch_first=batch_first, norm_first=norm_first,
@@ -143,4 +146,5 @@ class Transformer(Module):
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
         """The causal mask: 0 on and below the diagonal, -inf above (float32 by default)."""
+        _check_device(device)  # (a device other than the CPU raises: core/device.py)
         return generate_square_subsequent_mask(sz, dtype=dtype)

@@ -1,0 +1,136 @@
+"""Devices as PyTorch names them: ``tg.device``, ``Tensor.device``, ``device=`` arguments and
+``tg.set_default_device``. This version of tracegrad keeps every tensor in host memory, so
+``"cpu"`` is accepted everywhere and any other device is refused with the error PyTorch's CPU
+build gives (an ``AssertionError`` saying it was not compiled with CUDA), never ignored: a
+program that asks for ``cuda`` and silently got the CPU would not be what its author wrote.
+
+>>> import tracegrad as tg
+>>> tg.ones(2).device
+device(type='cpu')
+>>> tg.device("cuda:1")
+device(type='cuda', index=1)
+>>> tg.zeros(2, device="cpu").device == tg.device("cpu")
+True
+"""
+from __future__ import annotations
+
+from typing import Union
+
+# the device types PyTorch's device strings may start with (torch.device accepts these names)
+_TYPES = ("cpu", "cuda", "mps", "meta", "xpu", "xla", "hip", "ipu", "mkldnn", "opengl", "opencl",
+          "ideep", "ve", "fpga", "maia", "lazy", "vulkan", "mtia", "privateuseone", "hpu")
+
+
+class device:
+    """A device: ``type`` (``"cpu"``, ``"cuda"``, ...) and ``index`` (None or an int), built from
+    ``"cuda:1"``, ``("cuda", 1)``, another device, or an int (a cuda index), as
+    ``torch.device``."""
+
+    __slots__ = ("_type", "_index", "_previous")
+
+    def __init__(self, type: Union[str, "device", int], index: int | None = None) -> None:
+        if isinstance(type, device):
+            if index is not None:
+                raise ValueError("tg.device(): a device and an index cannot both be given")
+            type, index = type.type, type.index
+        elif isinstance(type, int) and not isinstance(type, bool):
+            type, index = "cuda", type  # (torch.device(0) is cuda:0)
+        elif not isinstance(type, str):
+            raise TypeError(f"tg.device(): expected a device string, a device or an int, got "
+                            f"{builtin_type(type).__name__}")
+        else:
+            name, sep, rest = type.partition(":")
+            if sep:
+                if index is not None:
+                    raise RuntimeError(f"type (string) must not include an index because index was "
+                                       f"passed explicitly: {type}")
+                if not rest.isdigit():
+                    raise RuntimeError(f"Invalid device string: '{type}'")
+                index = int(rest)
+            if name not in _TYPES:
+                raise RuntimeError(f"Expected one of {', '.join(_TYPES)} device type at start of "
+                                   f"device string: {type}")
+            type = name
+        if index is not None and (not isinstance(index, int) or index < 0):
+            raise RuntimeError(f"Device index must not be negative, got {index!r}")
+        self._type, self._index = type, index
+
+    @property
+    def type(self) -> str:
+        return self._type
+
+    @property
+    def index(self) -> int | None:
+        return self._index
+
+    def __str__(self) -> str:
+        return self._type if self._index is None else f"{self._type}:{self._index}"
+
+    def __repr__(self) -> str:
+        extra = "" if self._index is None else f", index={self._index}"
+        return f"device(type='{self._type}'{extra})"
+
+    def __eq__(self, other: object) -> bool:  # (PyTorch: device("cpu") != "cpu")
+        return isinstance(other, device) and (self._type, self._index) == (other._type, other._index)
+
+    def __hash__(self) -> int:
+        return hash((self._type, self._index))
+
+    def __reduce__(self):
+        return (device, (self._type, self._index))
+
+    # ``with tg.device("cpu"):`` sets the default device of the block, as in PyTorch
+    def __enter__(self) -> "device":
+        self._previous = get_default_device()
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        set_default_device(self._previous)
+
+
+builtin_type = type
+CPU = device("cpu")
+_default = [CPU]
+
+
+def no_device_error(dev: device) -> AssertionError:
+    """PyTorch's CPU build's error for a device it does not have."""
+    if dev.type == "cuda":
+        return AssertionError("Torch not compiled with CUDA enabled (tracegrad keeps every tensor "
+                              "in host memory in this version: use the CPU)")
+    return AssertionError(f"tracegrad has no '{dev.type}' device in this version: tensors live in "
+                          "host memory (use the CPU)")
+
+
+def check_device(d: Union[str, device, int, None]) -> device:
+    """``d`` as a device (None: the default device); raises for a device this build has not."""
+    if d is None:
+        dev = _default[0]
+        if dev is CPU:
+            return CPU
+    else:
+        dev = d if isinstance(d, device) else device(d)
+    if dev.type != "cpu":
+        raise no_device_error(dev)
+    return CPU
+
+
+def is_device_like(x: object) -> bool:
+    """Whether ``x`` names a device (for ``.to(...)``'s positional arguments)."""
+    if isinstance(x, device):
+        return True
+    if isinstance(x, str):
+        return x.partition(":")[0] in _TYPES
+    return False
+
+
+def set_default_device(d: Union[str, device, int, None]) -> None:
+    """The device factories use when given none. As in PyTorch, a device this build has not is
+    refused when a tensor is made there (the next factory call), not here."""
+    dev = CPU if d is None else d if isinstance(d, device) else device(d)
+    _default[0] = CPU if dev == CPU else dev
+
+
+def get_default_device() -> device:
+    return _default[0]
