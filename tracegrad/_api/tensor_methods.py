@@ -85,17 +85,7 @@ def _to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, me
     """PyTorch's ``Tensor.to``: ``to(dtype)``, ``to(device, dtype)``, ``to(other)`` (its dtype and
     device), with ``copy=True`` for a new tensor even when nothing changes. A device other than
     the CPU raises (core/device.py)."""
-    for a in args:
-        if isinstance(a, Tensor):
-            dtype, device = a.dtype, a.device
-        elif a is None:
-            continue
-        elif _device.is_device_like(a):
-            device = a
-        else:
-            dtype = a
-    if device is not None:
-        _device.check_device(device)
+    dtype, _ = _device.to_arguments(args, dtype, device)
     if dtype is None or _dt.to_dtype(dtype) is self.dtype:
         return F.clone(self) if copy else self
     return F.cast(self, _dt.to_dtype(dtype))

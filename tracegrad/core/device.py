@@ -125,6 +125,25 @@ def is_device_like(x: object) -> bool:
     return False
 
 
+def to_arguments(args: tuple, dtype=None, dev=None) -> tuple:
+    """(dtype, device) that ``Tensor.to`` and ``Module.to`` take from their positional
+    arguments (a device, a dtype, or a tensor giving both) and keywords; the device checked."""
+    from .tensor import Tensor  # (tensor.py imports this module: looked up at call time)
+
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, dev = a.dtype, a.device
+        elif a is None:
+            continue
+        elif is_device_like(a):
+            dev = a
+        else:
+            dtype = a
+    if dev is not None:
+        check_device(dev)
+    return dtype, dev
+
+
 def set_default_device(d: Union[str, device, int, None]) -> None:
     """The device factories use when given none. As in PyTorch, a device this build has not is
     refused when a tensor is made there (the next factory call), not here."""

@@ -426,20 +426,9 @@ class Module:
     def to(self, *args, dtype=None, device=None, non_blocking=False, **kwargs):
         """Cast floating-point parameters and buffers to ``dtype``; the Parameter objects stay the
         same. A device other than the CPU raises, as PyTorch's CPU build does (core/device.py)."""
-        from ...core import device as _device
-        from ...core.tensor import Tensor
+        from ...core.device import to_arguments
 
-        for a in args:
-            if isinstance(a, Tensor):
-                dtype, device = a.dtype, a.device
-            elif a is None:
-                continue
-            elif _device.is_device_like(a):
-                device = a
-            else:
-                dtype = a
-        if device is not None:
-            _device.check_device(device)
+        dtype, _ = to_arguments(args, dtype, device)
         if dtype is None:
             return self
         from ...core.dtypes import to_dtype
