@@ -241,3 +241,41 @@ def test_ddp_compiled_step_captures_the_all_reduce(tmp_path, backend):
         assert r["programs"] == 1 and r["all_reduces"] == r["buckets"] > 1
         assert r["params"] == results[0]["params"]
         assert not [w for w in r["warnings"] if "graph break" in w.lower()], r["warnings"]
+
+
+def test_launcher_runs_the_example_on_two_ranks(tmp_path):
+    """examples/ddp_train.py through ``python -m tracegrad.distributed.run`` (its replicas check
+    themselves; the interpreter backend keeps this test off the C toolchain)."""
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "ddp_train.py")
+    proc = subprocess.run([sys.executable, "-m", "tracegrad.distributed.run", "-n", "2", example, "interpreter"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "2 rank(s), 30 steps" in proc.stdout and "replicas identical" in proc.stdout
+
+
+def test_launcher_usage_errors():
+    proc = subprocess.run([sys.executable, "-m", "tracegrad.distributed.run", "-n", "2"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "give one script to run" in proc.stderr
+
+
+def test_compiled_ddp_step_with_fullgraph_and_c_says_why(tmp_path):
+    """Until the C backend lowers all_reduce, backend='c' runs a graph holding one with the
+    interpreter (with a warning); fullgraph=True, which promises native code, raises."""
+    results, _ = run_ranks(tmp_path, [DDP_SETUP, """
+        ddp, opt, ref, ropt = pair(tg.optim.SGD, lr=0.1)
+
+        @tg.compile(backend="c", fullgraph=True)
+        def step(x, y):
+            opt.zero_grad(); loss = tg.nn.functional.mse_loss(ddp(x), y); loss.backward(); opt.step()
+            return loss
+
+        try:
+            step(xs, ys)
+            report(error=None)
+        except tg.compiler.CompileError as e:
+            report(error=str(e))
+    """], n=2, timeout=120)
+    assert len(results) == 2
+    for r in results:
+        assert r["error"] is None or "all_reduce" in r["error"], r

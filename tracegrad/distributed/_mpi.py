@@ -117,7 +117,7 @@ def _wire(a):
         return a.astype(np.uint8)
     if a.dtype.kind == "f" and a.dtype.itemsize < 4 or a.dtype.name == "bfloat16":
         return a.astype(np.float32)
-    return np.ascontiguousarray(a)
+    return np.asarray(a, order="C")  # (not ascontiguousarray: it makes a 0-d array 1-d)
 
 
 def _mpi_op(op: str):
@@ -175,7 +175,7 @@ def reduce_scatter(a: np.ndarray, op: str, group: int = 0, what: str = "reduce_s
                                 f"input of shape {list(a.shape)} does not split into {n} equal parts")
     agree(c, what, (_describe(a), op), err)
     full = allreduce(a, op, group, what)  # (one extra check, no hand-rolled Reduce_scatter counts)
-    return np.ascontiguousarray(full[c.Get_rank()])
+    return np.array(full[c.Get_rank()], order="C")
 
 
 def gather(a: np.ndarray, dst: int, group: int = 0, what: str = "gather"):

@@ -91,7 +91,7 @@ def _write(t: Tensor, value) -> None:
 def _from(a: np.ndarray) -> Tensor:
     from ..core.creation import from_numpy
 
-    return from_numpy(np.ascontiguousarray(a))
+    return from_numpy(np.asarray(a, order="C"))
 
 
 def _member(group: ProcessGroup | None) -> ProcessGroup | None:
