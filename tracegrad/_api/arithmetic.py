@@ -19,6 +19,8 @@ from ..core import dtypes as _dt
 from . import functional as F
 from .composites import isnan
 from ..core.tensor import Tensor
+from .numpy_names import accept_numpy_names
+from ..autograd.graph import named_backward  # (grad_fn names as PyTorch's)
 
 __all__ = ["isclose", "equal", "count_nonzero", "logical_xor", "floor_divide", "nansum", "nanmean",
            "fmax", "fmin", "xlogy", "logit", "sinc", "heaviside", "float_power", "positive",
@@ -301,13 +303,20 @@ def signbit(input):
     return (input < 0) | ((input == 0) & (F.div(1.0, input) < 0))
 
 
+@named_backward("CopysignBackward0")
 def copysign(input, other):
     """``|input|`` with ``other``'s sign (-0.0 counts as negative)."""
     dtype = _dt.result_type(input, other)
     dtype = dtype if dtype.is_floating_point else _dt.get_default_dtype()  # (ints: as PyTorch's)
     x = F.cast(F.to_tensor(input), dtype)
     negative = signbit(other if isinstance(other, Tensor) else F.to_tensor(float(other), dtype))
-    return F.where(negative, -F.abs(x), F.abs(x))
+    out = F.where(negative, -F.abs(x), F.abs(x))
+    if isinstance(other, Tensor) and other.requires_grad:
+        # PyTorch's gradient for ``other`` is zeros, not None: select it nowhere (a mask of
+        # False), which keeps the value exact even for infinite ``other``.
+        nowhere = F.logical_and(negative, F.logical_not(negative))
+        out = F.where(nowhere, F.cast(other, dtype), out)
+    return out
 
 
 def logaddexp2(input, other):
@@ -324,3 +333,7 @@ def ldexp(input, other):
     if not other.dtype.is_floating_point:
         other = F.cast(other, input.dtype if input.dtype.is_floating_point else _dt.get_default_dtype())
     return F.mul(input, F.exp2(other))
+
+
+# (last: every function above with a dim= takes axis= too, as PyTorch's)
+accept_numpy_names(globals())

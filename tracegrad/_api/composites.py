@@ -22,6 +22,8 @@ from . import functional as F
 from ..core.creation import arange, tensor, zeros
 from ..ops.shapes import broadcast_shapes, normalize_dims, wrap_dim
 from ..core.tensor import Tensor
+from .numpy_names import accept_numpy_names
+from ..autograd.graph import named_backward  # (grad_fn names as PyTorch's)
 
 __all__ = ["isnan", "isinf", "isposinf", "isneginf", "isfinite", "nan_to_num", "masked_fill", "all",
            "any", "lerp", "addcmul", "addcdiv", "logaddexp", "frac", "deg2rad", "rad2deg", "sgn",
@@ -68,6 +70,7 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
 
 
 # ----------------------------------------------------------------------------- masking
+@named_backward("MaskedFillBackward0")
 def masked_fill(x, mask, value):
     """``value`` where ``mask`` (bool, broadcastable to ``x``) is True; ``x``'s dtype and shape.
 
@@ -184,11 +187,13 @@ def _norm(x, p, dim, keepdim):
 
 
 # ----------------------------------------------------------------------------- shapes
+@named_backward("TrilBackward0")
 def tril(x, diagonal=0):
     """The lower triangle of the last two dims (the rest zero); ``diagonal`` shifts it."""
     return _triangle(x, diagonal, F.le)
 
 
+@named_backward("TriuBackward0")
 def triu(x, diagonal=0):
     """The upper triangle of the last two dims (the rest zero); ``diagonal`` shifts it."""
     return _triangle(x, diagonal, F.ge)
@@ -400,3 +405,7 @@ def cross(input, other, dim=None):
     return F.cat([F.sub(F.mul(part(a, 1), part(b, 2)), F.mul(part(a, 2), part(b, 1))),
                   F.sub(F.mul(part(a, 2), part(b, 0)), F.mul(part(a, 0), part(b, 2))),
                   F.sub(F.mul(part(a, 0), part(b, 1)), F.mul(part(a, 1), part(b, 0)))], d)
+
+
+# (last: every function above with a dim= takes axis= too, as PyTorch's)
+accept_numpy_names(globals())

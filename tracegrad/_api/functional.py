@@ -15,16 +15,18 @@ import numpy as np
 
 from .. import amp as _amp
 from ..core import dtypes as _dt
+from ..autograd.graph import named_backward  # (grad_fn names as PyTorch's)
 from ..ops import bitwise as B
 from ..ops import elementwise as E
 from ..ops import linalg as L
 from ..ops import movement as M
 from ..ops import reduce as R
 from ..ops import scan as S
-from ..ops.shapes import normalize_dims, numel, wrap_dim
+from ..ops.shapes import normalize_dims, numel, wrap_dim, wrap_dim_or_none
 from ..core.creation import _wrap
 from ..core.tensor import Tensor
 from ..core import views  # (imports this module back: names are looked up at call time)
+from .numpy_names import accept_numpy_names
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -110,7 +112,7 @@ def mul(a, b):
 def div(a, b, rounding_mode=None):
     _check_arg(a), _check_arg(b, "other")
     if rounding_mode not in (None, "floor", "trunc"):
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
     if rounding_mode is None:
         return E.DIV(*_promoted(a, b, floating=True))
     dt = _dt.result_type(a, b)
@@ -393,6 +395,7 @@ def sum_to_shape(g, shape):
     return reshape(out, shape)
 
 
+@named_backward(lambda x, dim=None, *a, **k: "MeanBackward0" if dim is None else "MeanBackward1")
 def mean(x, dim=None, keepdim=False, dtype=None):
     if dtype is not None:
         x = cast(x, _dt.to_dtype(dtype))
@@ -406,6 +409,7 @@ def mean(x, dim=None, keepdim=False, dtype=None):
     return div(R.SUM(x, dim=dims, keepdim=bool(keepdim)), float(n) if n else float("nan"))
 
 
+@named_backward("VarBackward0")
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
@@ -415,6 +419,7 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return sum(centered * centered, dims, keepdim=keepdim) / float(builtins.max(n - correction, 0))
 
 
+@named_backward("StdBackward0")
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return sqrt(var(x, dim, unbiased, keepdim, correction=correction))
 
@@ -441,13 +446,13 @@ def _no_bool(name, x):
 
 def argmax(x, dim=None, keepdim=False):
     _no_bool("argmax", x)
-    return R.ARGMAX(x, dim=None if dim is None else wrap_dim(dim, x.ndim) if x.ndim else None,
+    return R.ARGMAX(x, dim=None if dim is None else wrap_dim_or_none(dim, x.ndim),
                     keepdim=bool(keepdim))
 
 
 def argmin(x, dim=None, keepdim=False):
     _no_bool("argmin", x)
-    return R.ARGMIN(x, dim=None if dim is None else wrap_dim(dim, x.ndim) if x.ndim else None,
+    return R.ARGMIN(x, dim=None if dim is None else wrap_dim_or_none(dim, x.ndim),
                     keepdim=bool(keepdim))
 
 
@@ -458,7 +463,7 @@ def _extreme(x, dim, keepdim, other, reduce_op, arg_op, binary):
         return binary(x, other)
     if dim is None:
         return reduce_op(x, dim=normalize_dims(None, x.ndim), keepdim=False)
-    d = wrap_dim(dim, x.ndim) if x.ndim else None
+    d = wrap_dim_or_none(dim, x.ndim)
     idx = arg_op(x, dim=d, keepdim=True)
     from .indexing import gather as take_along  # (not ops.index.gather, bound below for tg.gather)
 
@@ -521,7 +526,39 @@ def reshape(x, *shape):
     return out
 
 
+def view_as_dtype(x, dtype):
+    """``x.view(dtype)``: the same bits read as ``dtype`` (PyTorch's): the last dim scales by the
+    ratio of the element sizes, which must divide it, and must be contiguous. Eager only: it
+    shares ``x``'s memory and version counter, without autograd history (bits reinterpreted
+    have no derivative; the same dtype is an ordinary view)."""
+    dtype = _dt.to_dtype(dtype)
+    if dtype is x.dtype:
+        return _alias(x)
+    if x._is_traced:
+        from ..core import tracing
+
+        tracing.graph_break("Tensor.view(dtype) inside a compiled function")
+    a, size, new = x._value, x.dtype.itemsize, dtype.itemsize
+    if size != new:
+        if x.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 to view {x.dtype.torch_name} as {dtype.torch_name} "
+                               "(different element sizes)")
+        if a.shape[-1] != 1 and a.strides[-1] != size:
+            raise RuntimeError(f"self.stride(-1) must be 1 to view {x.dtype.torch_name} as {dtype.torch_name} "
+                               "(different element sizes)")
+        if (a.shape[-1] * size) % new:
+            raise RuntimeError(f"self.size(-1) must be divisible by {new // size} to view {x.dtype.torch_name} as "
+                               f"{dtype.torch_name} (different element sizes), but got {a.shape[-1]}")
+        if a.shape[-1] == 1 and a.strides[-1] != size:  # (a size-1 last dim: any stride; numpy wants one)
+            a = a.reshape(a.shape)
+    out = Tensor._make(a.view(dtype.np), dtype)
+    out._vc = x._vc  # (the same memory: an in-place write to either bumps both)
+    return out
+
+
 def view(x, *shape):
+    if len(shape) == 1 and isinstance(shape[0], _dt.DType):  # x.view(dtype): bits reinterpreted
+        return view_as_dtype(x, shape[0])
     if not x._is_traced:
         shape_ = _infer_minus_one(_size_args(shape), x.numel())
         probe = x._value.view()
@@ -568,7 +605,7 @@ def squeeze(x, dim=None):
     if dim is None:
         dims = [i for i, s in enumerate(x.shape) if s == 1]
     else:
-        dims = [d for d in normalize_dims(dim, x.ndim) if x.shape[d] == 1] if x.ndim else []
+        dims = [d for d in normalize_dims(dim, x.ndim) if x.shape[d] == 1]  # (() on 0-d, once validated)
     return reshape(x, [s for i, s in enumerate(x.shape) if i not in dims])
 
 
@@ -591,6 +628,7 @@ def permute(x, *dims):
 def transpose(x, dim0, dim1):
     ndim = x.ndim
     if ndim == 0:
+        wrap_dim(dim0, 0), wrap_dim(dim1, 0)  # (only 0 and -1 name a 0-d tensor's dim: IndexError)
         return _alias(x)
     dims = list(range(ndim))
     a, b = wrap_dim(dim0, ndim), wrap_dim(dim1, ndim)
@@ -818,3 +856,7 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = (to_tensor(x) for x in (input, other))
     return bool(np.allclose(np.asarray(a.detach()), np.asarray(b.detach()), rtol=rtol, atol=atol,
                             equal_nan=equal_nan))
+
+
+# (last: every function above with a dim= takes axis= too, as PyTorch's)
+accept_numpy_names(globals())

@@ -31,7 +31,8 @@ from ..core.views import assign, make_view
 
 
 def _is_advanced(ix):
-    return isinstance(ix, (Tensor, np.ndarray, list)) or (
+    # (a tuple inside the index tuple is a sequence of indices, as a list: x[(0,), b] as PyTorch)
+    return isinstance(ix, (Tensor, np.ndarray, list, tuple)) or (
         isinstance(ix, (bool, np.bool_)))
 
 
@@ -150,6 +151,8 @@ def _entry_tensor(ix):
 
     if isinstance(ix, Tensor):
         return ix
+    if isinstance(ix, tuple):
+        ix = list(ix)
     if isinstance(ix, (list, np.ndarray)):
         if isinstance(ix, list) and len(ix) == 0:
             return F.to_tensor(np.zeros(0, np.int64))

@@ -26,6 +26,7 @@ from .composites import isnan
 from ..core.creation import tensor
 from ..core import tracing as trace
 from ..core.tensor import Tensor
+from .numpy_names import accept_numpy_names
 
 __all__ = ["searchsorted", "bucketize", "isin", "msort", "mode", "nonzero_static"]
 
@@ -149,3 +150,7 @@ def nonzero_static(input, *, size, fill_value=-1):
     if n and ndim:
         out = out.scatter(0, row.unsqueeze(1).expand(n, ndim), values)
     return out[:size]
+
+
+# (last: every function above with a dim= takes axis= too, as PyTorch's)
+accept_numpy_names(globals())

@@ -29,6 +29,7 @@ from ..core.creation import arange, tensor, zeros
 from ..ops import index as I
 from ..ops.shapes import wrap_dim
 from ..core.tensor import Tensor
+from .numpy_names import accept_numpy_names
 
 __all__ = ["masked_select", "masked_scatter", "index_copy", "index_fill", "index_put", "diagonal_scatter",
            "select_scatter", "slice_scatter", "unique", "unique_consecutive", "bincount", "histc", "aminmax"]
@@ -273,3 +274,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     if return_counts:
         result.append(tensor(np.diff(np.append(np.flatnonzero(starts), starts.shape[0])).astype(np.int64)))
     return result[0] if len(result) == 1 else tuple(result)
+
+
+# (last: every function above with a dim= takes axis= too, as PyTorch's)
+accept_numpy_names(globals())

@@ -20,6 +20,7 @@ from . import functional as F
 from .composites import isnan, movedim
 from ..ops.shapes import wrap_dim
 from ..core.tensor import Tensor
+from .numpy_names import accept_numpy_names
 
 __all__ = ["median", "quantile", "kthvalue", "nanmedian", "nanquantile"]
 
@@ -152,3 +153,7 @@ def nanmedian(input, dim=None, keepdim=False):
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """``quantile`` of the numbers that are not NaN in each row (NaN where a row has none)."""
     return _quantiles(input, q, dim, keepdim, interpolation, skip_nan=True)
+
+
+# (last: every function above with a dim= takes axis= too, as PyTorch's)
+accept_numpy_names(globals())

@@ -364,7 +364,11 @@ class OpNode(Node):
         anomaly.record_forward_trace(node)
         return node
 
+    torch_name = None  # set by ``named_backward`` on the last node of a composite
+
     def name(self):
+        if self.torch_name is not None:
+            return self.torch_name
         return "".join(p.capitalize() for p in self.op.name.split("_")) + "Backward0"
 
     # PyTorch names the saved values of its nodes after the ATen arguments: our primitives'
@@ -419,6 +423,29 @@ class OpNode(Node):
                                  f"{len(self.input_meta)} inputs")
         return [fix_grad(gr, shape, dtype) if need else None
                 for gr, (shape, dtype), need in zip(grads, self.input_meta, self.needs_input_grad)]
+
+
+def named_backward(name):
+    """A decorator: the ``grad_fn`` of the composite's result is called ``name`` (PyTorch's, e.g.
+    ``NllLossBackward0``) rather than after the primitive that happened to come last. ``name`` may
+    be a function of the call's arguments (PyTorch's overloads: ``SumBackward0``/``1``). Only a
+    node the call made is renamed: a result that is one of the inputs (in place, or returned as
+    is) keeps its own."""
+    import functools
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            node = getattr(out, "_grad_fn", None)
+            # (the outermost composite names it: a loss ending in mean() is the loss's node)
+            if isinstance(node, OpNode) and not any(a is out for a in args):
+                node.torch_name = name if isinstance(name, str) else name(*args, **kwargs)
+            return out
+
+        return call
+
+    return wrap
 
 
 class VJPContext:

@@ -45,10 +45,10 @@ def normalize_dims(dim, ndim):
         return tuple(range(ndim))
     if isinstance(dim, int):
         dim = (dim,)
-    dims = tuple(sorted(wrap_dim(d, ndim) for d in dim)) if ndim else ()
+    dims = tuple(sorted(wrap_dim(d, ndim) for d in dim))  # (validated on a 0-d tensor too: IndexError)
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"dim {dim} appears multiple times in the list of dims")
-    return dims
+    return dims if ndim else ()  # (a 0-d tensor's dim 0 or -1 is the tensor itself: nothing to reduce)
 
 
 def reduced_shape(shape, dims, keepdim):
@@ -62,3 +62,10 @@ def numel(shape):
     for s in shape:
         n *= s
     return n
+
+
+def wrap_dim_or_none(dim, ndim):
+    """``wrap_dim``, or None for a 0-d tensor, whose only dims are 0 and -1 (anything else is
+    PyTorch's IndexError there too)."""
+    d = wrap_dim(dim, ndim)
+    return d if ndim else None

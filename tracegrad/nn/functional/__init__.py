@@ -23,7 +23,8 @@ from ...core import dtypes as _dt
 from ..._api import functional as T
 from ...ops import index as I
 from ...ops import nn as N
-from ...ops.shapes import wrap_dim
+from ...ops.shapes import wrap_dim, wrap_dim_or_none
+from ...autograd.graph import named_backward  # (grad_fn names as PyTorch's)
 
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "cross_entropy",
            "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits", "layer_norm",
@@ -62,15 +63,18 @@ def tanh(input):
     return T.tanh(input)
 
 
+@named_backward("SiluBackward0")
 def silu(input, inplace=False):
     return _inplace_result(input, T.mul(input, T.sigmoid(input)), inplace)
 
 
+@named_backward("LeakyReluBackward0")
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _inplace_result(input, T.where(T.gt(input, 0), input, T.mul(input, negative_slope)),
                            inplace)
 
 
+@named_backward("SoftplusBackward0")
 def softplus(input, beta=1.0, threshold=20.0):
     scaled = T.mul(input, beta) if beta != 1 else input
     # log(1 + e^x) = max(x, 0) + log1p(e^-|x|), linear above the threshold like PyTorch
@@ -79,18 +83,22 @@ def softplus(input, beta=1.0, threshold=20.0):
     return T.where(T.gt(scaled, threshold), input, soft)
 
 
+@named_backward("EluBackward0")
 def elu(input, alpha=1.0, inplace=False):
     return _inplace_result(input, T.where(T.gt(input, 0), input, T.mul(T.expm1(input), alpha)), inplace)
 
 
+@named_backward("MishBackward0")
 def mish(input, inplace=False):
     return _inplace_result(input, T.mul(input, T.tanh(softplus(input))), inplace)
 
 
+@named_backward("HardtanhBackward0")
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     return _inplace_result(input, T.clamp(input, min_val, max_val), inplace)
 
 
+@named_backward("LogSigmoidBackward0")
 def logsigmoid(input):
     """``log(sigmoid(x)) = -softplus(-x)``, stable for large ``|x|``."""
     return T.neg(T.add(T.relu(T.neg(input)), T.log1p(T.exp(T.neg(T.abs(input))))))
@@ -112,6 +120,7 @@ def glu(input, dim=-1):
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
+@named_backward("GeluBackward0")
 def gelu(input, approximate="none"):
     """``x * Phi(x)`` with the exact erf (``"none"``) or PyTorch's tanh approximation."""
     if approximate == "none":
@@ -127,9 +136,10 @@ def _softmax_dim(input, dim):
     if dim is None:
         # PyTorch's legacy implicit choice (with a deprecation warning there)
         dim = 0 if input.ndim in (0, 1, 3) else 1
-    return wrap_dim(dim, input.ndim) if input.ndim else None
+    return wrap_dim_or_none(dim, input.ndim)
 
 
+@named_backward("LogSoftmaxBackward0")
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - logsumexp(x, dim)``, stable for large inputs."""
     if dtype is not None:
@@ -140,6 +150,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return T.sub(input, T.logsumexp(input, d, keepdim=True))
 
 
+@named_backward("SoftmaxBackward0")
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``exp(x - max) / sum(exp(x - max))`` along ``dim``."""
     if dtype is not None:
@@ -193,6 +204,7 @@ def _reduce(loss, reduction):
 
 
 @_amp.float32
+@named_backward("MseLossBackward0")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(input.shape) != tuple(target.shape):
@@ -227,6 +239,7 @@ def _mean_over_weight(loss_sum, weight_sum):
 
 
 @_amp.float32
+@named_backward("NllLossBackward0")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log-likelihood of integer ``target`` classes under log-probabilities ``input``
@@ -257,6 +270,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
 
 @_amp.float32
+@named_backward("NllLossBackward0")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """``nll_loss(log_softmax(input, 1), target)`` for integer targets; with floating targets of
@@ -302,6 +316,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 @_amp.float32
+@named_backward("BinaryCrossEntropyWithLogitsBackward0")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """``-[pw * y * log sigmoid(x) + (1 - y) * log(1 - sigmoid(x))]``, computed stably."""
@@ -362,6 +377,7 @@ _BCE = None
 
 
 @_amp.float32
+@named_backward("BinaryCrossEntropyBackward0")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """``-[y log p + (1 - y) log(1 - p)]`` of probabilities ``input``, each log clamped at
     -100 as in PyTorch (so that p = 0 or 1 give a finite loss), with PyTorch's gradient."""
@@ -380,6 +396,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 
 @_amp.float32
+@named_backward("SmoothL1LossBackward0")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """``0.5 d^2 / beta`` below ``beta``, ``|d| - 0.5 beta`` above (``|d|`` for beta 0)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -390,6 +407,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 @_amp.float32
+@named_backward("HuberLossBackward0")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """``0.5 d^2`` below ``delta``, ``delta (|d| - 0.5 delta)`` above."""
     d = T.abs(T.sub(input, target))
@@ -416,6 +434,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return T.div(T.sum(T.mul(x1, x2), dim), T.mul(n1, n2))
 
 
+@named_backward("NativeBatchNormBackward0")
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     """Normalise each channel (dim 1) over the batch and any spatial dims: with the batch's
@@ -544,6 +563,7 @@ def _normalized_dims(input, normalized_shape):
     return tuple(range(input.ndim - k, input.ndim))
 
 
+@named_backward("NativeLayerNormBackward0")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims (biased variance), then scale/shift."""
     dims = _normalized_dims(input, normalized_shape)
@@ -558,6 +578,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return out
 
 
+@named_backward("EmbeddingBackward0")
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight`` at the integer ``input``; the ``padding_idx`` row gets no gradient."""
@@ -758,7 +779,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                                               ceil_mode, "max_pool2d")
     n, c, h, w = x.shape
     kk = geo["kernel"][0] * geo["kernel"][1]
-    cols = N.UNFOLD2D(x, pad_value=float("-inf"), **geo)  # padding never wins the max
+    # padding never wins the max: -inf, or an integer dtype's lowest value (it has no -inf)
+    lowest = float("-inf") if x.dtype.is_floating_point else int(np.iinfo(x.dtype.np).min)
+    cols = N.UNFOLD2D(x, pad_value=lowest, **geo)
     cols = T.reshape(cols, (n, c, kk, oh * ow))
     arg = T.argmax(cols, 2, keepdim=True)
     out = T.reshape(I.GATHER(cols, arg, dim=2), (n, c, oh, ow))
@@ -856,6 +879,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return T.matmul(dropout(softmax(scores, -1), dropout_p), value)
 
 
+@named_backward("NativeGroupNormBackward0")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each sample over groups of ``num_groups`` channels (and all spatial dims),
     biased variance, then a per-channel scale and shift."""

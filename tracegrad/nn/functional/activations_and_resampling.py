@@ -24,6 +24,7 @@ from ... import amp as _amp
 from ..._api import functional as T
 from ...core import dtypes
 from ..._api.contractions import einsum
+from ...autograd.graph import named_backward  # (grad_fn names as PyTorch's)
 
 __all__ = ["relu6", "selu", "celu", "hardswish", "hardsigmoid", "softmin", "tanhshrink", "softshrink",
            "hardshrink", "threshold", "prelu", "kl_div", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
@@ -65,6 +66,7 @@ def hardsigmoid(input, inplace=False):
     return _inplace_result(input, T.div(_between(T.add(input, 3.0), 0.0, 6.0), 6.0), inplace)
 
 
+@named_backward("HardswishBackward0")
 def hardswish(input, inplace=False):
     """``x * relu6(x + 3) / 6``; its gradient is PyTorch's: 0 up to -3, ``(2x + 3) / 6``
     between, 1 from 3."""
