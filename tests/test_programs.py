@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import tracegrad  # noqa: E402,F401
+import tracegrad  # noqa: E402
 
 PROGRAMS = sorted((pathlib.Path(__file__).parent / "programs").glob("*.py"))
 
