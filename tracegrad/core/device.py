@@ -90,6 +90,7 @@ class device:
 
 
 builtin_type = type
+_Device = device  # (for functions whose parameter is named device, as PyTorch's are)
 CPU = device("cpu")
 _default = [CPU]
 
@@ -144,10 +145,10 @@ def to_arguments(args: tuple, dtype=None, dev=None) -> tuple:
     return dtype, dev
 
 
-def set_default_device(d: Union[str, device, int, None]) -> None:
+def set_default_device(device: Union[str, "_Device", int, None]) -> None:
     """The device factories use when given none. As in PyTorch, a device this build has not is
     refused when a tensor is made there (the next factory call), not here."""
-    dev = CPU if d is None else d if isinstance(d, device) else device(d)
+    dev = CPU if device is None else device if isinstance(device, _Device) else _Device(device)
     _default[0] = CPU if dev == CPU else dev
 
 
