@@ -59,7 +59,7 @@ def test_random_samplers_cover_what_they_should():
     assert list(D.RandomSampler(range(10), generator=g)) == a
     shuffled = [list(D.DistributedSampler(range(10), 2, r, seed=3)) for r in range(2)]
     assert sorted(shuffled[0] + shuffled[1]) == list(range(10))
-    with pytest.raises(RuntimeError, match="pass num_replicas and rank"):
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
         D.DistributedSampler(range(4))
     with pytest.raises(RuntimeError, match="without replacement"):
         list(D.WeightedRandomSampler([0.0, 1.0], 2, replacement=False))

@@ -144,7 +144,7 @@ def test_without_init_the_calls_say_so():
     import tracegrad.distributed as dist
 
     assert dist.is_available() and not dist.is_initialized()
-    with pytest.raises(RuntimeError, match="Default process group has not been initialized"):
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
         dist.all_reduce(tg.ones(2))
     with pytest.raises(ValueError, match="backend='mpi'"):
         dist.init_process_group(backend="nccl")
@@ -279,3 +279,86 @@ def test_compiled_ddp_step_with_fullgraph_and_c_says_why(tmp_path):
     assert len(results) == 2
     for r in results:
         assert r["error"] is None or "all_reduce" in r["error"], r
+
+
+# --- DistributedSampler: index lists against torch's sampler (no process group needed there) ---
+
+@pytest.mark.parametrize("n,replicas", [(10, 3), (12, 4), (7, 2), (2, 3), (1, 1), (100, 8)])
+def test_distributed_sampler_equals_torchs_index_lists(n, replicas):
+    torch = pytest.importorskip("torch")
+    from tracegrad.utils.data import distributed as D
+
+    for shuffle in (False, True):
+        for drop_last in (False, True):
+            if drop_last and n < replicas:
+                continue  # (PyTorch gives every rank 0 samples there; covered by the length check below)
+            for seed in (0, 7):
+                ours = [D.DistributedSampler(range(n), replicas, r, shuffle=shuffle, seed=seed, drop_last=drop_last)
+                        for r in range(replicas)]
+                theirs = [torch.utils.data.distributed.DistributedSampler(
+                    range(n), replicas, r, shuffle=shuffle, seed=seed, drop_last=drop_last) for r in range(replicas)]
+                for epoch in (0, 1, 5):
+                    for s in ours + theirs:
+                        s.set_epoch(epoch)
+                    got, want = [list(s) for s in ours], [list(s) for s in theirs]
+                    assert got == want, (n, replicas, shuffle, drop_last, seed, epoch)
+                    assert [len(s) for s in ours] == [len(s) for s in theirs]
+    assert [len(D.DistributedSampler(range(2), 3, r, drop_last=True)) for r in range(3)] == [0, 0, 0]
+
+
+def test_distributed_sampler_order_and_errors():
+    torch = pytest.importorskip("torch")
+    from tracegrad.utils.data.distributed import DistributedSampler, _torch_randperm
+
+    for n, seed in ((1000, 3), (50_000, 2**40 + 5)):  # (PyTorch keeps a seed's low 32 bits)
+        assert _torch_randperm(n, seed) == torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
+    # an epoch changes the order; the union over the ranks is the dataset, padded by repeats
+    a = [list(DistributedSampler(range(9), 2, r, seed=1)) for r in range(2)]
+    s = DistributedSampler(range(9), 2, 0, seed=1)
+    s.set_epoch(1)
+    assert list(s) != a[0] and sorted(set(a[0] + a[1])) == list(range(9)) and len(a[0] + a[1]) == 10
+    with pytest.raises(ValueError, match=r"Invalid rank 2, rank should be in the interval \[0, 1\]"):
+        DistributedSampler(range(4), num_replicas=2, rank=2)
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        DistributedSampler(range(4))
+    # with a DataLoader, as in PyTorch
+    import tracegrad as tg
+
+    ds = tg.utils.data.TensorDataset(tg.arange(10.0))
+    loader = tg.utils.data.DataLoader(ds, batch_size=2, sampler=DistributedSampler(ds, 2, 1, shuffle=False))
+    assert [b[0].tolist() for b in loader] == [[1.0, 3.0], [5.0, 7.0], [9.0]]
+
+
+def test_checkpoint_written_by_rank_0_and_loaded_by_all(tmp_path):
+    """docs/distributed.md's pattern: rank 0 saves (model and optimizer), a barrier, every rank
+    loads; training resumed from the checkpoint equals training that never stopped, on every
+    rank. Also DistributedSampler's rank and size from the group."""
+    results, _ = run_ranks(tmp_path, [DDP_SETUP, """
+        from tracegrad.utils.data.distributed import DistributedSampler
+
+        sampler = DistributedSampler(range(10), shuffle=False)
+        def train(ddp, opt, steps):
+            for _ in range(steps):
+                opt.zero_grad(); tg.nn.functional.mse_loss(ddp(xs), ys).backward(); opt.step()
+
+        ddp, opt, _, _ = pair(tg.optim.Adam, lr=0.01)
+        train(ddp, opt, 5)
+        if rank == 0:
+            tg.save({"model": ddp.state_dict(), "optimizer": opt.state_dict(), "step": 5}, "ckpt.pt")
+        dist.barrier()                     # nobody reads before rank 0 has finished writing
+        ckpt = tg.load("ckpt.pt")
+        train(ddp, opt, 5)                 # the run that never stopped
+
+        resumed = tg.nn.parallel.DistributedDataParallel(make())  # a fresh replica (other init)
+        resumed.load_state_dict(ckpt["model"])
+        ropt = tg.optim.Adam(resumed.parameters(), lr=0.01)
+        ropt.load_state_dict(ckpt["optimizer"])
+        train(resumed, ropt, 5)
+        report(sampler=[sampler.num_replicas, sampler.rank, list(sampler)], step=ckpt["step"],
+               diff=float(np.abs(flat(resumed.module) - flat(ddp.module)).max()), params=flat(resumed.module).tolist())
+    """], n=2, timeout=90)
+    assert len(results) == 2
+    for r in results:
+        assert r["sampler"][:2] == [2, r["rank"]] and r["sampler"][2] == list(range(r["rank"], 10, 2))
+        assert r["step"] == 5 and r["diff"] == 0.0, r
+        assert r["params"] == results[0]["params"]

@@ -53,8 +53,8 @@ def comm(group: int):
     try:
         c = _comms[group]
     except KeyError:
-        if group == 0:
-            raise RuntimeError("Default process group has not been initialized, please make sure to call "
+        if group == 0:  # (a ValueError, as PyTorch's)
+            raise ValueError("Default process group has not been initialized, please make sure to call "
                                "init_process_group.") from None
         raise RuntimeError(f"process group {group} has been destroyed") from None
     if c is None:

@@ -1,8 +1,9 @@
 """Datasets and batching (PyTorch's ``torch.utils.data``): datasets (``dataset.py``),
-samplers (``sampler.py``), collation (``collate.py``), ``DataLoader`` (``dataloader.py``) with
-worker processes (``worker.py``). Random orders draw from tracegrad's generators
-(``tg.manual_seed`` makes them repeatable; they are not PyTorch's orders, whose generator
-differs).
+samplers (``sampler.py``; ``DistributedSampler`` in ``distributed.py``), collation
+(``collate.py``), ``DataLoader`` (``dataloader.py``) with worker processes (``worker.py``).
+Random orders draw from tracegrad's generators (``tg.manual_seed`` makes them repeatable; they
+are not PyTorch's orders, whose generator differs), except ``DistributedSampler``'s, which are
+PyTorch's.
 
 >>> import tracegrad as tg
 >>> ds = tg.utils.data.TensorDataset(tg.arange(6).float())
@@ -13,8 +14,9 @@ from .collate import default_collate, default_convert
 from .dataloader import DataLoader
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset,
                       TensorDataset, random_split)
-from .sampler import (BatchSampler, DistributedSampler, RandomSampler, Sampler, SequentialSampler,
-                      SubsetRandomSampler, WeightedRandomSampler)
+from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
+                      WeightedRandomSampler)
+from .distributed import DistributedSampler
 from .worker import WorkerInfo, get_worker_info
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset",

@@ -1,5 +1,5 @@
-"""Samplers (PyTorch's ``torch.utils.data.sampler`` and ``DistributedSampler``): the order in
-which a DataLoader reads a map-style dataset. Random ones draw from a tracegrad Generator
+"""Samplers (PyTorch's ``torch.utils.data.sampler``; ``DistributedSampler`` is in
+``distributed.py``): the order in which a DataLoader reads a map-style dataset. Random ones draw from a tracegrad Generator
 (``generator=``, else one seeded from the global generator at each pass), so ``tg.manual_seed``
 makes them repeatable; their orders are not PyTorch's, whose generator differs.
 
@@ -10,8 +10,6 @@ makes them repeatable; their orders are not PyTorch's, whose generator differs.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ...core import creation
@@ -19,7 +17,7 @@ from ...core.dtypes import float64
 from ...core.random import Generator
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
-           "BatchSampler", "DistributedSampler"]
+           "BatchSampler"]
 
 
 class Sampler:
@@ -150,47 +148,3 @@ class BatchSampler(Sampler):
     def __len__(self):
         n = len(self.sampler)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
-
-
-class DistributedSampler(Sampler):
-    """Replica ``rank`` of ``num_replicas``' share of the dataset: every ``num_replicas``-th
-    index of a permutation seeded by ``seed + epoch`` (``set_epoch``), padded by repeating
-    indices (or cut, ``drop_last``) to divide evenly. tracegrad has no process group:
-    ``num_replicas`` and ``rank`` are required."""
-
-    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
-        if num_replicas is None or rank is None:
-            raise RuntimeError("DistributedSampler: tracegrad has no distributed package to ask; pass "
-                               "num_replicas and rank")
-        if rank >= num_replicas or rank < 0:
-            raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
-        self.dataset, self.num_replicas, self.rank, self.epoch = dataset, num_replicas, rank, 0
-        self.drop_last, self.shuffle, self.seed = drop_last, shuffle, seed
-        n = len(dataset)
-        if drop_last and n % num_replicas:
-            self.num_samples = math.ceil((n - num_replicas) / num_replicas)
-        else:
-            self.num_samples = math.ceil(n / num_replicas)
-        self.total_size = self.num_samples * num_replicas
-
-    def __iter__(self):
-        n = len(self.dataset)
-        if self.shuffle:
-            indices = Generator().manual_seed(self.seed + self.epoch).rng.permutation(n).tolist()
-        else:
-            indices = list(range(n))
-        if not self.drop_last:
-            padding = self.total_size - len(indices)
-            if padding <= len(indices):
-                indices += indices[:padding]
-            else:
-                indices += (indices * math.ceil(padding / len(indices)))[:padding]
-        else:
-            indices = indices[:self.total_size]
-        return iter(indices[self.rank:self.total_size:self.num_replicas])
-
-    def __len__(self):
-        return self.num_samples
-
-    def set_epoch(self, epoch):
-        self.epoch = epoch
