@@ -58,14 +58,8 @@ from . import ops
 __version__ = "0.1.0"
 
 is_tensor = lambda obj: isinstance(obj, Tensor)
-from .compiler.api import compile, explain
-from .compiler.export.library import export  # (tg.export: a standalone C library)
-from . import compiler
-from . import nn, optim, utils
-from . import func  # (tg.func: function transforms, as torch.func)
-from . import distributions
+from . import nn
 from . import special  # (tg.special, as torch.special)
-from . import testing  # (tg.testing, as torch.testing)
 from .special import i0  # (torch.i0: an alias of special.i0)
 from ._api import namespace_methods as _methods_extra  # (binds more Tensor methods)
 from .nn.functional import log_softmax, softmax  # tg.softmax(x, dim), as torch.softmax
@@ -80,5 +74,31 @@ from ._api import out_arguments as _out_arguments
 globals().update(_in_place_functions())  # tg.exp_(x) is x.exp_(), as torch.exp_
 
 _out_arguments.install(globals())  # (last: every function of the namespace is defined by now)
-from . import distributed  # (tg.distributed: process groups and collectives over MPI, as torch.distributed)
 from . import backends, cuda  # (torch.backends, torch.cuda: answers of a CPU build)
+
+# Start-up time (docs/performance.md): these namespaces are imported on first use, not by
+# ``import tracegrad``. Together they are about 40% of the import (the compiler and its C
+# backend, distributions, optim, func, testing, distributed), and a program that never compiles
+# or samples a distribution does not need them. ``tg.compile``, ``import tracegrad.optim`` and
+# ``from tracegrad import distributions`` all work as before (PEP 562).
+_lazy_modules = {"compiler": ".compiler", "distributions": ".distributions", "optim": ".optim",
+                 "utils": ".utils", "func": ".func", "testing": ".testing", "distributed": ".distributed"}
+_lazy_attributes = {"compile": (".compiler.api", "compile"), "explain": (".compiler.api", "explain"),
+                    "export": (".compiler.export.library", "export")}  # (tg.export: a standalone C library)
+
+
+def __getattr__(name):
+    import importlib
+
+    if name in _lazy_modules:
+        return importlib.import_module(_lazy_modules[name], __name__)  # (binds it on the package)
+    if name in _lazy_attributes:
+        module, attribute = _lazy_attributes[name]
+        value = getattr(importlib.import_module(module, __name__), attribute)
+        globals()[name] = value  # (once: later lookups do not come here)
+        return value
+    raise AttributeError(f"module 'tracegrad' has no attribute '{name}'")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_lazy_modules) | set(_lazy_attributes))

@@ -12,10 +12,24 @@ True
 """
 from __future__ import annotations
 
-from ..compiler.backends.c.threads import get_num_threads, set_num_threads
 
 __all__ = ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_num_threads", "get_num_threads"]
+
+# The thread settings live with the C backend (backends/c/threads.py); importing it loads the
+# whole backend package (~50 ms of start-up that a program which never compiles does not need),
+# so these two import it when called.
+def set_num_threads(n):
+    from ..compiler.backends.c.threads import set_num_threads as set_threads
+
+    set_threads(n)
+
+
+def get_num_threads():
+    from ..compiler.backends.c.threads import get_num_threads as get_threads
+
+    return get_threads()
+
 
 _deterministic = False
 _warn_only = False

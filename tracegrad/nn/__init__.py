@@ -10,7 +10,6 @@
 tracegrad.Size([8, 4])
 """
 from . import attention, functional, init, utils
-from . import parallel  # (tg.nn.parallel.DistributedDataParallel, as torch.nn.parallel)
 from .modules.activation import ELU, GLU, Hardtanh, LeakyReLU, LogSigmoid, Mish, SiLU, Softplus, Softsign
 from .modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm
 from .modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
@@ -71,3 +70,13 @@ __all__ = ["attention", "functional", "init", "utils", "Module", "Parameter", "U
            "NLLLoss2d", "SyncBatchNorm", "RNNBase", "RNNCellBase", "AdaptiveLogSoftmaxWithLoss",
            "LinearCrossEntropyLoss", "LinearCrossEntropyOptions",
            "FractionalMaxPool2d", "FractionalMaxPool3d", "CrossMapLRN2d"]
+
+
+def __getattr__(name):
+    # Start-up time (docs/performance.md): tg.nn.parallel (DistributedDataParallel) loads on
+    # first use, as ``import tracegrad.nn.parallel`` would (PEP 562).
+    if name == "parallel":
+        import importlib
+
+        return importlib.import_module(".parallel", __name__)
+    raise AttributeError(f"module 'tracegrad.nn' has no attribute '{name}'")
