@@ -19,8 +19,8 @@ PROGRAMS = sorted((pathlib.Path(__file__).parent / "programs").glob("*.py"))
 
 def as_tracegrad(source):
     """The one change a user makes: torch's imports become tracegrad's."""
-    source = re.sub(r"^import torch\.nn\.functional as F$", "import tracegrad.nn.functional as F", source, flags=re.M)
-    source = re.sub(r"^import torch\.nn as nn$", "import tracegrad.nn as nn", source, flags=re.M)
+    source = re.sub(r"^import torch((?:\.\w+)+) as (\w+)$", r"import tracegrad\1 as \2", source, flags=re.M)
+    source = re.sub(r"^from torch((?:\.\w+)*) import ", r"from tracegrad\1 import ", source, flags=re.M)
     return re.sub(r"^import torch$", "import tracegrad as torch", source, flags=re.M)
 
 
@@ -45,14 +45,34 @@ def assert_same(got, want, where="RESULTS"):
         assert got == want, where
 
 
-@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.stem)
-def test_program_runs_the_same_on_torch_and_tracegrad(path, capsys):
+def compiled(path):
+    return "torch.compile(" in path.read_text()
+
+
+# The reference is always torch eager (torch.compile is the identity there: its result is
+# eager's, and inductor would need minutes here). tracegrad runs each program eagerly and, where
+# the program compiles its step, with tg.compile on each backend.
+MODES = [pytest.param(p, "eager", id=f"{p.stem}-eager") for p in PROGRAMS] + [
+    pytest.param(p, backend, id=f"{p.stem}-{backend}") for p in PROGRAMS if compiled(p)
+    for backend in ("interpreter", "c")]
+
+
+@pytest.mark.parametrize("path, mode", MODES)
+def test_program_runs_the_same_on_torch_and_tracegrad(path, mode, monkeypatch, capsys):
     source = path.read_text()
+    monkeypatch.setattr(torch, "compile", lambda fn=None, *a, **k: fn)
     want = run(source, f"{path.stem}[torch]")
+    tg_compile = tracegrad.compile
+    if mode == "eager":
+        monkeypatch.setattr(tracegrad, "compile", lambda fn=None, *a, **k: fn)
+    else:
+        monkeypatch.setattr(tracegrad, "compile", lambda fn, **k: tg_compile(fn, **{**k, "backend": mode}))
     tracegrad.manual_seed(0)
     # (the random draws differ between the libraries: the programs' data are made by torch and
     # handed over, by seeding both and replacing their factories' draws with torch's)
     got = run_with_torch_data(as_tracegrad(source), path.stem)
+    if mode != "eager" and isinstance(want.get("grad_fn"), str):
+        want["grad_fn"] = "CompiledFunctionBackward"  # (what torch.compile's outputs carry too)
     assert_same(got, want)
 
 
@@ -63,7 +83,7 @@ def run_with_torch_data(source, name):
     import tracegrad as tg
     import tracegrad.nn.init as init
 
-    saved = {n: getattr(tg, n) for n in ("randn", "rand", "randint", "manual_seed")}
+    saved = {n: getattr(tg, n) for n in ("randn", "rand", "randint", "randn_like", "manual_seed")}
     saved_init = {n: getattr(init, n) for n in ("kaiming_uniform_", "uniform_", "normal_")}
 
     def from_torch(fn):
@@ -80,6 +100,7 @@ def run_with_torch_data(source, name):
 
     try:
         tg.randn, tg.rand, tg.randint = from_torch(torch.randn), from_torch(torch.rand), from_torch(torch.randint)
+        tg.randn_like = lambda t, **k: tg.tensor(torch.randn(tuple(t.shape)).numpy())
         tg.manual_seed = torch.manual_seed
         init.kaiming_uniform_ = init_from_torch(torch.nn.init.kaiming_uniform_)
         init.uniform_ = init_from_torch(torch.nn.init.uniform_)

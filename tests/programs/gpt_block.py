@@ -1,6 +1,6 @@
 """A GPT block trained for a few steps, written as PyTorch code (nanoGPT's idioms: device
 selection, a causal mask buffer, transpose(1, 2).contiguous().view(...), AdamW with weight
-decay groups, grad clipping, a cosine schedule, f-string logging of the loss)."""
+decay groups, grad clipping, a cosine schedule, f-string logging of the loss, torch.compile(model))."""
 import math
 
 import torch
@@ -59,6 +59,7 @@ decay = [p for p in model.parameters() if p.dim() >= 2]
 no_decay = [p for p in model.parameters() if p.dim() < 2]
 optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                               lr=1e-3, betas=(0.9, 0.95))
+model = torch.compile(model)  # (nanoGPT compiles the model, after making its optimizer)
 data = torch.randint(V, (B, T + 1))
 x, y = data[:, :-1].contiguous().to(device), data[:, 1:].contiguous().to(device)
 losses = []
