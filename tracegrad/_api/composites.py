@@ -226,6 +226,7 @@ def movedim(x, source, destination):
 moveaxis = movedim
 
 
+@named_backward("RollBackward0")
 def roll(x, shifts, dims=None):
     """Shifts elements along ``dims`` with wrap-around (the flattened tensor without dims)."""
     if dims is None:

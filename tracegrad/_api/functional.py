@@ -126,6 +126,7 @@ def div(a, b, rounding_mode=None):
 true_divide = divide = div
 
 
+@named_backward(lambda a, b: "PowBackward1" if hasattr(b, "_grad_fn") and hasattr(a, "_grad_fn") else None)
 def pow(a, b):
     _check_arg(a), _check_arg(b, "exponent")
     if (isinstance(b, int) and not isinstance(b, bool) and b < 0 and isinstance(a, Tensor)
@@ -210,6 +211,7 @@ def where(condition, input=None, other=None):
     return E.WHERE(cond, a, b)
 
 
+@named_backward(lambda x, min=None, max=None: "ClampBackward0" if hasattr(min, "shape") or hasattr(max, "shape") else "ClampBackward1")
 def clamp(x, min=None, max=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         out = x
@@ -311,6 +313,7 @@ def log10(x):
 
 
 # ----------------------------------------------------------------------------- reductions
+@named_backward(lambda x, dim=None, *a, **k: "SumBackward0" if dim is None else "SumBackward1")
 def sum(x, dim=None, keepdim=False, dtype=None):
     if dtype is not None:
         x = cast(x, _dt.to_dtype(dtype))
@@ -473,6 +476,7 @@ def _extreme(x, dim, keepdim, other, reduce_op, arg_op, binary):
     return values_indices(values, idx)
 
 
+@named_backward(lambda x, dim=None, *a, other=None, **k: "MaxBackward1" if dim is None and other is None else "MaxBackward0" if other is None else None)
 def max(x, dim=None, keepdim=False, *, other=None):
     """``max(x)`` (ties share the gradient), ``max(x, dim)`` -> (values, indices), ``max(x, y)``."""
     return _extreme(x, dim, keepdim, other, R.AMAX, R.ARGMAX, maximum)
@@ -511,10 +515,28 @@ def _infer_minus_one(shape, total):
     return tuple(shape)
 
 
+
+# grad_fn names as PyTorch's (named_backward) for the movement and reduction functions below:
+# a reshape of a contiguous tensor is a view there; of any other, a copy then an unsafe view.
+def _reshape_name(x, *a, **k):
+    return "ViewBackward0" if x.is_contiguous() else "UnsafeViewBackward0"
+
+
+def _squeeze_name(x, dim=None):
+    return "SqueezeBackward0" if dim is None else "SqueezeBackward2" if isinstance(dim, (tuple, list)) else "SqueezeBackward1"
+
+
+def _matmul_name(a, b):
+    # (PyTorch's matmul dispatches on the ranks: dot, mv, mm; batched products are named after
+    # the reshapes around bmm, so those keep tracegrad's name)
+    return {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0"}.get((a.dim(), b.dim()))
+
+
 def _view_of(out, src, view_fn, inv_fn):
     return views.make_view(out, src, view_fn, inv_fn)
 
 
+@named_backward(_reshape_name)
 def reshape(x, *shape):
     old = tuple(x.shape)
     shape = _infer_minus_one(_size_args(shape), numel(old))
@@ -556,6 +578,7 @@ def view_as_dtype(x, dtype):
     return out
 
 
+@named_backward("ViewBackward0")
 def view(x, *shape):
     if len(shape) == 1 and isinstance(shape[0], _dt.DType):  # x.view(dtype): bits reinterpreted
         return view_as_dtype(x, shape[0])
@@ -578,6 +601,7 @@ def _alias(x):
     return _view_of(out, x, lambda b: b, lambda r: r)
 
 
+@named_backward(_reshape_name)
 def flatten(x, start_dim=0, end_dim=-1):
     if x.ndim == 0:
         return reshape(x, 1)
@@ -588,12 +612,14 @@ def flatten(x, start_dim=0, end_dim=-1):
     return reshape(x, shape)
 
 
+@named_backward("ViewBackward0")
 def unflatten(x, dim, sizes):
     d = wrap_dim(dim, x.ndim)
     sizes = _infer_minus_one(sizes, x.shape[d])
     return reshape(x, list(x.shape[:d]) + list(sizes) + list(x.shape[d + 1:]))
 
 
+@named_backward("UnsqueezeBackward0")
 def unsqueeze(x, dim):
     d = wrap_dim(dim, x.ndim + 1)
     shape = list(x.shape)
@@ -601,6 +627,7 @@ def unsqueeze(x, dim):
     return reshape(x, shape)
 
 
+@named_backward(_squeeze_name)
 def squeeze(x, dim=None):
     if dim is None:
         dims = [i for i, s in enumerate(x.shape) if s == 1]
@@ -609,6 +636,7 @@ def squeeze(x, dim=None):
     return reshape(x, [s for i, s in enumerate(x.shape) if i not in dims])
 
 
+@named_backward("PermuteBackward0")
 def permute(x, *dims):
     ndim = x.ndim
     dims = tuple([wrap_dim(d, ndim) for d in _size_args(dims)])
@@ -625,6 +653,7 @@ def permute(x, *dims):
     return _view_of(out, x, lambda b: permute(b, dims), lambda r: permute(r, inv))
 
 
+@named_backward("TransposeBackward0")
 def transpose(x, dim0, dim1):
     ndim = x.ndim
     if ndim == 0:
@@ -639,12 +668,14 @@ def transpose(x, dim0, dim1):
 swapaxes = transpose
 
 
+@named_backward("TBackward0")
 def t(x):
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
     return transpose(x, 0, 1) if x.ndim == 2 else x
 
 
+@named_backward("ExpandBackward0")
 def expand(x, *sizes):
     sizes = list(_size_args(sizes))
     lead = len(sizes) - x.ndim
@@ -663,6 +694,7 @@ def expand(x, *sizes):
     return _view_of(out, x, lambda b: expand(b, sizes), None)
 
 
+@named_backward("ExpandBackward0")
 def expand_as(x, other):
     return expand(x, tuple(other.shape))
 
@@ -671,12 +703,14 @@ def broadcast_to(x, shape):
     return expand(x, tuple(shape))
 
 
+@named_backward("CloneBackward0")
 def contiguous(x):
     if x._is_traced or x._value.flags.c_contiguous:
         return x
     return M.COPY(x, order="C")
 
 
+@named_backward("CloneBackward0")
 def clone(x):
     return M.COPY(x)
 
@@ -698,6 +732,7 @@ def write_out(result, out):
     return out
 
 
+@named_backward("SliceBackward0")
 def narrow(x, dim, start, length):
     from .indexing import slice_dim
 
@@ -724,6 +759,7 @@ def cat(tensors, dim=0):
 concat = concatenate = cat
 
 
+@named_backward("StackBackward0")
 def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
@@ -738,6 +774,7 @@ def stack(tensors, dim=0):
     return cat([unsqueeze(t_, d) for t_ in tensors], d)
 
 
+@named_backward(lambda x, s, *a, **k: "SplitBackward0" if isinstance(s, int) else "SplitWithSizesBackward0")
 def split(tensor, split_size_or_sections, dim=0):
     from .indexing import slice_dim
 
@@ -761,6 +798,7 @@ def split(tensor, split_size_or_sections, dim=0):
     return tuple(slice_dim(x, d, a, b, 1) for a, b in bounds)
 
 
+@named_backward("SplitBackward0")
 def chunk(x, chunks, dim=0):
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
@@ -775,6 +813,7 @@ def unbind(x, dim=0):
 
 
 # ----------------------------------------------------------------------------- linear algebra
+@named_backward(_matmul_name)
 @_amp.lower_precision
 def matmul(a, b):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
@@ -802,6 +841,7 @@ def matmul(a, b):
     return L.MATMUL(a, b)
 
 
+@named_backward("MmBackward0")
 @_amp.lower_precision
 def mm(a, b):
     if a.ndim != 2:

@@ -28,6 +28,7 @@ from ..ops import movement as M
 from ..ops.shapes import broadcast_shapes, numel
 from ..core.tensor import Tensor
 from ..core.views import assign, make_view
+from ..autograd.graph import named_backward  # (grad_fn names as PyTorch's)
 
 
 def _is_advanced(ix):
@@ -68,6 +69,22 @@ def _expand_ellipsis(index, ndim):
     return index
 
 
+def _basic_name(x, index):
+    """PyTorch's grad_fn name of ``x[index]``: it applies the items in order and skips full
+    slices, so the node is the last other item's: an int a select, a slice a slice, None an
+    unsqueeze."""
+    for ix in reversed(index if isinstance(index, tuple) else (index,)):
+        if ix is None:
+            return "UnsqueezeBackward0"
+        if isinstance(ix, slice):
+            if ix != slice(None):
+                return "SliceBackward0"
+        elif ix is not Ellipsis:
+            return "SelectBackward0"
+    return "SliceBackward0" if any(isinstance(ix, slice) for ix in index) else None  # (x[:])
+
+
+@named_backward(_basic_name)
 def basic_getitem(x, index):
     """Ints, slices, None and Ellipsis: a slice primitive then a reshape; always a view."""
 

@@ -21,6 +21,7 @@ from ..ops.shapes import wrap_dim
 from ..core.tensor import Size, Tensor
 from .numpy_names import accept_numpy_names
 from ..core.device import check_device as _check_device
+from ..autograd.graph import named_backward  # (grad_fn names as PyTorch's)
 
 __all__ = ["tile", "select", "rot90", "fliplr", "flipud", "meshgrid", "tensor_split", "take", "ravel",
            "take_along_dim", "hsplit", "vsplit", "dsplit", "diag_embed", "diagflat", "broadcast_tensors",
@@ -28,6 +29,7 @@ __all__ = ["tile", "select", "rot90", "fliplr", "flipud", "meshgrid", "tensor_sp
            "atleast_3d", "dstack", "tril_indices", "triu_indices", "vander"]
 
 
+@named_backward("RepeatBackward0")
 def repeat(input, *sizes):
     """The tensor repeated ``sizes[k]`` times along dim k (more sizes than dims add leading
     dims), as ``torch.Tensor.repeat``."""
@@ -48,6 +50,7 @@ def tile(input, dims):
     return repeat(input, *((1,) * (input.ndim - len(dims)) + dims))
 
 
+@named_backward("SelectBackward0")
 def select(input, dim, index):
     """The slice at ``index`` along ``dim``, without that dim (a view)."""
     d = wrap_dim(dim, input.ndim)

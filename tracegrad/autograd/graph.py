@@ -428,7 +428,8 @@ class OpNode(Node):
 def named_backward(name):
     """A decorator: the ``grad_fn`` of the composite's result is called ``name`` (PyTorch's, e.g.
     ``NllLossBackward0``) rather than after the primitive that happened to come last. ``name`` may
-    be a function of the call's arguments (PyTorch's overloads: ``SumBackward0``/``1``). Only a
+    be a function of the call's arguments (PyTorch's overloads: ``SumBackward0``/``1``; None
+    leaves the name as it is). Every tensor of a tuple result is named. Only a
     node the call made is renamed: a result that is one of the inputs (in place, or returned as
     is) keeps its own."""
     import functools
@@ -437,10 +438,14 @@ def named_backward(name):
         @functools.wraps(fn)
         def call(*args, **kwargs):
             out = fn(*args, **kwargs)
-            node = getattr(out, "_grad_fn", None)
-            # (the outermost composite names it: a loss ending in mean() is the loss's node)
-            if isinstance(node, OpNode) and not any(a is out for a in args):
-                node.torch_name = name if isinstance(name, str) else name(*args, **kwargs)
+            # (a tuple result, as split's or max(dim)'s: each of its tensors is named)
+            for result in (out if isinstance(out, (tuple, list)) else (out,)):
+                node = getattr(result, "_grad_fn", None)
+                # (the outermost composite names it: a loss ending in mean() is the loss's node)
+                if isinstance(node, OpNode) and not any(a is result for a in args):
+                    torch_name = name if isinstance(name, str) else name(*args, **kwargs)
+                    if torch_name is not None:  # (None: a case PyTorch names after its parts)
+                        node.torch_name = torch_name
             return out
 
         return call

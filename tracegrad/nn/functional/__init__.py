@@ -36,6 +36,11 @@ __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax"
 
 
 # ----------------------------------------------------------------------------- activations
+# (PyTorch's linear: addmm with a bias, mm without, on 2-d inputs; on higher ranks the view
+# after addmm, or matmul's unsafe view)
+@named_backward(lambda input, weight, bias=None: None if input.dim() < 2 else
+                ("AddmmBackward0" if bias is not None else "MmBackward0") if input.dim() == 2 else
+                "ViewBackward0" if bias is not None else "UnsafeViewBackward0")
 @_amp.lower_precision
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``."""
@@ -658,6 +663,7 @@ def _same_padding(kernel, dilation):
     return tuple((t // 2, t - t // 2) for t in total)
 
 
+@named_backward("ConvolutionBackward0")
 @_amp.lower_precision
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D cross-correlation (PyTorch's conv2d) as unfold + one batched matmul per group.
@@ -771,6 +777,7 @@ def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, name):
     return x, unbatched, geo, (oh, ow)
 
 
+@named_backward("MaxPool2DWithIndicesBackward0")
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Max over windows. The gradient goes to one element per window (the first maximum), as
@@ -807,6 +814,7 @@ def _window_positions(h, w, geo, out):
     return flat.reshape(kh * kw, out[0] * out[1]).astype(np.int64)
 
 
+@named_backward("AvgPool2DBackward0")
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """Mean over windows; the divisor follows PyTorch (padding counts unless
@@ -918,6 +926,7 @@ def _as_2d(input, name):
     return T.unsqueeze(input, -2)
 
 
+@named_backward("ConvolutionBackward0")
 @_amp.lower_precision
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D cross-correlation over ``(N, C, L)``: conv2d over a height of 1."""
