@@ -608,15 +608,15 @@ def test_exported_scans_scatters_and_special_functions(tmp_path):
 
 # ----------------------------------------------------------------------------- every op with a C lowering
 def _has_c_lowering(op):
-    """Whether the C backend lowers ``op`` (lower.py: views, folded reductions, elementwise ops
-    with a C expression, a ``Lowerer._k_<name>`` kernel)."""
-    from tracegrad.compiler.backends.c.lower import FOLD_REDUCTIONS, VIEW_OPS, Lowerer
+    """Whether the C backend lowers ``op`` within a loop nest or as a view (its rule in
+    backends/c/rules.RULES, found by the op object, or its OpDef's elementwise expression).
+    Kernels of their own are left out, as before (the old name lookup never found them)."""
+    from tracegrad.compiler.backends.c.rules import RULES, Unsupported
 
-    if op.name in VIEW_OPS or op.name in FOLD_REDUCTIONS or op.name in ("argmax", "argmin"):
-        return True
-    if op.kind == "elementwise":
-        return op.c is not None
-    return hasattr(Lowerer, f"_k_{op.name}")
+    try:
+        return RULES.rule_for(op).kind != "kernel"
+    except Unsupported:
+        return False
 
 
 def _lowered_ops():

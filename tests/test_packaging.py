@@ -28,6 +28,7 @@ def test_the_wheel_holds_every_package_and_template(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for init in (ROOT / "tracegrad").rglob("__init__.py"):
         assert str(init.relative_to(ROOT)) in names
-    for template in (ROOT / "tracegrad").rglob("templates/*"):
-        assert str(template.relative_to(ROOT)) in names
+    for template in (ROOT / "tracegrad").rglob("templates/**/*"):
+        if template.is_file():  # (templates/runtime/: the C runtime's themes)
+            assert str(template.relative_to(ROOT)) in names
     assert "tracegrad/py.typed" in names

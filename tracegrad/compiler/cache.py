@@ -223,6 +223,13 @@ def lookup(key, directory=None):
         meta = read_json(meta_path)
         if meta.get("key") != key or _sha256_file(so_path) != meta.get("sha256"):
             return None
+        if "source_sha256" in meta:  # (checked like the binary: it is shown and exported)
+            fd = _open_trusted(d / f"{key}.c")
+            with os.fdopen(fd, "rb") as f:
+                data = f.read()  # (hashed as read: what is checked is what is shown)
+            if hashlib.sha256(data).hexdigest() != meta["source_sha256"]:
+                return None
+            meta["source"] = data.decode()
     except (OSError, ValueError):
         return None
     return so_path, meta
@@ -305,9 +312,11 @@ def _publish_entry(d, key, tmp, built, meta):
     tmp_so = tmp / "publish.so"
     os.replace(built, tmp_so)
     _publish(tmp_so, d / f"{key}.so")
-    if "source" in meta:  # readable copy of the generated C next to the binary
+    if "source" in meta:  # the generated C, once: next to the binary (lookup reads it back)
         tmp_c = tmp / "publish.c"
         _write_text(tmp_c, meta["source"])
+        meta = {k: v for k, v in meta.items() if k != "source"}
+        meta["source_sha256"] = _sha256_file(tmp_c, trusted=False)
         _publish(tmp_c, d / f"{key}.c")
     write_json(d, f"{key}.json", meta)  # last: its presence makes the entry visible
 

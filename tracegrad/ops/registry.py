@@ -16,7 +16,8 @@ An OpDef holds:
   names ``no_derivative_label``, by default ``"<name>: input"``); ``vjp`` returns None for
   them and ``jvp`` calls ``raise_no_derivative`` when given a tangent for one;
 - ``c``: a C expression template for elementwise ops (``"expf({0})"``) or None when the C
-  backend lowers the op with a kernel of its own; ``cuda`` the same for CUDA;
+  backend lowers the op with a rule of its own: other lowering rules are registered per
+  renderer beside their code, keyed by this object (compiler/backends/c/rules.py);
 - ``version``: part of the compile-cache key; bump it when any rule changes.
 
 Example (the whole definition of ``neg``)::
@@ -35,7 +36,7 @@ _BF16 = _dt.bfloat16  # (ops on it run their NumPy kernels on float32: dtypes.wi
 
 
 class OpDef:
-    def __init__(self, name, infer, impl, vjp=None, jvp=None, save=(), c=None, cuda=None, c_int=None,
+    def __init__(self, name, infer, impl, vjp=None, jvp=None, save=(), c=None, c_int=None,
                  differentiable=True, nondiff_inputs=(), version=1, kind="other", random=False,
                  sample=None, no_derivative=(), no_derivative_label=None):
         self.name = name
@@ -46,7 +47,6 @@ class OpDef:
         self.save = tuple(save)
         self.c = c
         self.c_int = c_int  # the C expression for integer dtypes, where it is not ``c`` (C's fmod is float's)
-        self.cuda = cuda
         self.differentiable = differentiable
         self.nondiff_inputs = frozenset(nondiff_inputs)  # e.g. index tensors
         self.no_derivative = frozenset(no_derivative)

@@ -36,10 +36,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .lower import BLAS_SERIAL_WORK, Unsupported, matmul_work  # (Unsupported: compiler.py catches it)
-from .toolchain import MVEC_BINARY, MVEC_FUNCTIONS, CompileFailed, NoCompiler
+from ....ops.linalg import MATMUL
+from . import factor_kernels, kernels  # (imported for their registrations: rules.RULES)
+from .lower import BLAS_SERIAL_WORK, matmul_work
+from .rules import RULES, Unsupported  # (api.py catches Unsupported)
+from .toolchain import MVEC_BINARY, CompileFailed, NoCompiler
 
-CODEGEN_VERSION = 3  # 2: tg_set_blas takes OpenBLAS's thread-count setter/getter; 3: and ?omatcopy
+CODEGEN_VERSION = 4  # 2: tg_set_blas takes OpenBLAS's thread-count setter/getter; 3: and ?omatcopy;
+# 4: the runtime split by theme (runtime.py)
 _ffi = None
 _warned_no_compiler = False
 
@@ -56,16 +60,16 @@ def _templates_dir():
 
 
 _SOURCES = ("__init__.py", "lower.py", "kernels.py", "factor_kernels.py", "views.py", "memory.py",
-            "batch_split.py", "half.py", "text.py")
+            "batch_split.py", "half.py", "text.py", "runtime.py", "rules.py", "../rules.py")
 
 
 def _codegen_fingerprint():
     """Hash of the templates and the lowering code: any change invalidates cached builds."""
     h = hashlib.sha256(str(CODEGEN_VERSION).encode())
     tdir = _templates_dir()
-    for name in sorted(os.listdir(tdir)):
-        if name.endswith((".j2", ".h", ".c")):
-            h.update(name.encode() + (tdir / name).read_bytes())
+    for path in sorted(tdir.rglob("*")):
+        if path.suffix in (".j2", ".h", ".c"):
+            h.update(path.relative_to(tdir).as_posix().encode() + path.read_bytes())
     here = Path(__file__).parent
     for name in _SOURCES:
         h.update((here / name).read_bytes())
@@ -145,25 +149,27 @@ def render(plan, name="graph", export=None, dynamic=False):
     rewrites the batch-dependent literals into expressions of ``tg_B``."""
     if export and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", export):  # (tg.export checked it fully)
         raise ValueError(f"render: export must be a C identifier, got {export!r}")
-    return render_template("program.c.j2", buffers=plan.buffers, kernels=plan.kernels, name=name,
+    return render_template("program.c.j2", [plan], buffers=plan.buffers, kernels=plan.kernels, name=name,
                            export=export or "", dynamic=dynamic,
                            vector_math=not export and plan.fast_math)
 
 
-def render_template(template, **context):
-    """Render one of compiler/backends/c/templates/ with the settings every program shares. ``name`` (the
-    graph's: a user's function or class name) is shown in a comment only, through
-    ``text.comment_text``: it can neither end the comment nor add a line (docs/security.md)."""
+def render_template(template, plans, **context):
+    """Render one of compiler/backends/c/templates/ with the settings every program shares and
+    the runtime that the kernels of ``plans`` use (runtime.py: the core and the themes they
+    call). ``name`` (the graph's: a user's function or class name) is shown in a comment only,
+    through ``text.comment_text``: it can neither end the comment nor add a line
+    (docs/security.md)."""
     import jinja2
 
+    from . import runtime
     from .text import comment_text
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_templates_dir())),
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
-    context = dict(dict(codegen_version=CODEGEN_VERSION, export="", dynamic=False,
-                        mvec_functions=MVEC_FUNCTIONS, mvec_binary=MVEC_BINARY,
-                        blas_serial_work=BLAS_SERIAL_WORK), **context)
+    context = dict(dict(codegen_version=CODEGEN_VERSION, export="", dynamic=False, mvec_binary=MVEC_BINARY,
+                        blas_serial_work=BLAS_SERIAL_WORK, **runtime.context(plans)), **context)
     if "name" in context:
         context["name"] = comment_text(context["name"])
     return env.get_template(template).render(**context)
@@ -203,7 +209,7 @@ def resolve_openmp(graph, options):
         return bool(value)
     product_work = 0
     for n in graph.nodes:
-        if n.op.name == "matmul":
+        if n.op is MATMUL:
             count, each = matmul_work(n)
             if each >= BLAS_SERIAL_WORK:
                 return False

@@ -402,7 +402,7 @@ def lower_split(split, graph, options):
     out0 = n_in + len(consts)
     tail_slots = [in_slots + [f"args[{n_in + consts[id(c.data)]}]" for c in plan.graph.constants()]
                   + [f"args[{out0 + pos}]" for pos in positions] for plan, positions in tails]
-    source = render_template("batch_split.c.j2", half=half, tails=[plan for plan, _ in tails],
+    source = render_template("batch_split.c.j2", [half] + [plan for plan, _ in tails], half=half, tails=[plan for plan, _ in tails],
                              name=graph.name, half_slots=half_slots, tail_slots=tail_slots,
                              half_ws=half_ws, tail_ws=tail_ws,
                              vector_math=all(p.fast_math for p in [half] + [t for t, _ in tails]))

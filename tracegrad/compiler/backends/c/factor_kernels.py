@@ -4,8 +4,12 @@ of the batch. A kernel returns a failure code (runtime.h.j2 TG_FAIL_*) where the
 must raise PyTorch's error (a singular matrix for ``lu_factor``, a pivot out of range)."""
 from __future__ import annotations
 
+from ....ops import determinant as DET
+from ....ops import ldl as LDL
+from ....ops import lu as LU
 from .kernels import _block, _loops, _matrix_loops, _prod, _ptr, _raw
 from .lower import ctype_of
+from .rules import RULES
 from .views import View
 
 
@@ -32,6 +36,7 @@ def _matrix_start(lw, n):
     return xv, ov, tuple(x.shape[:-2]), tuple(x.shape[-2:]), ctype_of(x.dtype)
 
 
+@RULES.kernel(LU.LU_FACTOR)
 def linalg_lu_factor(lw, n):
     start = _matrix_start(lw, n)
     if start is None:
@@ -43,6 +48,7 @@ def linalg_lu_factor(lw, n):
     _raw(lw, _block(_loops(loops, body)), [xv, ov], "linalg_lu_factor")
 
 
+@RULES.kernel(LU.LU_PERMUTATION)
 def lu_permutation(lw, n):
     pivots = n.inputs[0]
     pv, ov = lw.contiguous(pivots), lw.output_view(n.out)
@@ -54,6 +60,7 @@ def lu_permutation(lw, n):
     _raw(lw, _block(_loops(loops, body)), [pv, ov], "lu_permutation")
 
 
+@RULES.kernel(DET.SLOGDET)
 def linalg_slogdet(lw, n):
     start = _matrix_start(lw, n)
     if start is None:
@@ -67,6 +74,7 @@ def linalg_slogdet(lw, n):
          "linalg_slogdet")
 
 
+@RULES.kernel(DET.COFACTOR)
 def linalg_cofactor(lw, n):
     start = _matrix_start(lw, n)
     if start is None:
@@ -81,6 +89,7 @@ def linalg_cofactor(lw, n):
          "linalg_cofactor")
 
 
+@RULES.kernel(LDL.LDL_FACTOR)
 def linalg_ldl_factor(lw, n):
     start = _matrix_start(lw, n)
     if start is None:
@@ -91,6 +100,7 @@ def linalg_ldl_factor(lw, n):
          "linalg_ldl_factor")
 
 
+@RULES.kernel(LDL.LDL_SOLVE)
 def linalg_ldl_solve(lw, n):
     """Per matrix of the broadcast batch (TG_FAIL_PIVOTS when the pivots are not ldl_factor's)."""
     ld, pivots, b = n.inputs

@@ -1,13 +1,25 @@
 """Kernels that are not loop nests: matmul (BLAS or loops), arg-reductions, index, nn and
-concatenation primitives. Each function takes the Lowerer and the node, resolves operand views,
-allocates the result and appends a kernel; on bad indices a kernel returns 1 (the executable
-then re-runs the graph in the interpreter, which raises PyTorch's error).
+concatenation primitives, each registered as its op's C rule (rules.RULES, by the OpDef).
+Each function takes the Lowerer and the node, resolves operand views, allocates the result and
+appends a kernel; on bad indices a kernel returns 1 (the executable then re-runs the graph in
+the interpreter, which raises PyTorch's error).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .lower import BLAS_SERIAL_WORK, Unsupported, ctype_of, literal_c
+from ....ops import decompositions as D
+from ....ops import deferred
+from ....ops import scan as S
+from ....ops import determinant as DET
+from ....ops import index as I
+from ....ops import linalg as LA
+from ....ops import movement as MV
+from ....ops import nn as NN
+from ....ops import reduce as R
+from ....ops import scatter as SC
+from .lower import BLAS_SERIAL_WORK, ctype_of, literal_c
+from .rules import RULES, Unsupported
 from .views import View, contiguous_strides
 
 
@@ -46,6 +58,7 @@ def _idx(terms):
 
 
 # ----------------------------------------------------------------------------- matmul
+@RULES.kernel(LA.MATMUL)
 def matmul(lw, n):
     a, b = n.inputs
     out = n.out
@@ -57,7 +70,7 @@ def matmul(lw, n):
     nd = len(out.shape)
     swap = tuple(range(nd - 2)) + (nd - 1, nd - 2)
     users = lw.consumers.get(id(out), [])
-    if (users and all(u.op.name == "permute" and tuple(u.attrs["dims"]) == swap for u in users)
+    if (users and all(u.op is MV.PERMUTE and tuple(u.attrs["dims"]) == swap for u in users)
             and all(v is not out for v in lw.out_values)):
         # only read transposed (a weight gradient feeding an update of W[out, in]): compute
         # out^T = b^T a^T so that readers walk it contiguously; straight into the output slot
@@ -99,6 +112,7 @@ def matmul(lw, n):
 
 
 # ----------------------------------------------------------------------------- argmax / argmin
+@RULES.kernel(R.ARGMAX, R.ARGMIN)
 def arg_reduce(lw, n):
     x = n.inputs[0]
     dim = n.attrs["dim"]
@@ -109,7 +123,7 @@ def arg_reduce(lw, n):
         outer, size, inner = 1, _prod(shape), 1
     else:
         outer, size, inner = _prod(shape[:dim]), shape[dim], _prod(shape[dim + 1:])
-    cmp = ">" if n.op.name == "argmax" else "<"
+    cmp = ">" if n.op is R.ARGMAX else "<"
     ct = ctype_of(x.dtype)
     if x.ndim == 0:
         _raw(lw, f"  {ov.buf}[0] = 0;", [xv, ov], n.op.name)
@@ -156,6 +170,7 @@ def _check_index(idx_ptr, m, size, allow_negative=True):
             "}"]
 
 
+@RULES.kernel(I.INDEX)
 def index(lw, n):
     x, idx = n.inputs
     dim = n.attrs["dim"]
@@ -187,19 +202,21 @@ def _scatter_along(lw, n, op):
     _raw(lw, _block(body), [iv, sv, ov], n.op.name)
 
 
+@RULES.kernel(I.INDEX_ADD)
 def index_add(lw, n):
     _scatter_along(lw, n, "+=")
 
 
+@RULES.kernel(I.INDEX_PUT)
 def index_put(lw, n):
     _scatter_along(lw, n, "=")
 
 
 # scatters: the C statement combining the target element ``t`` with the source element ``v``
 # (NaN propagates through the extremes: once ``t`` is NaN no comparison replaces it)
-_SCATTERS = {
-    "scatter_add": "{t} += {v};",
-    "scatter": "{t} = {v};",
+_SCATTERS = {  # (by the reduce attribute of scatter_reduce, else the op)
+    I.SCATTER_ADD: "{t} += {v};",
+    SC.SCATTER: "{t} = {v};",
     "prod": "{t} *= {v};",
     "amax": "{{ const {ct} v = {v}; if (v != v || v > {t}) {t} = v; }}",
     "amin": "{{ const {ct} v = {v}; if (v != v || v < {t}) {t} = v; }}",
@@ -233,7 +250,7 @@ def _gather_like(lw, n, scatter):
             f"if (t < 0 || t >= {size}) return TG_FAIL_INDEX;"]
     where = f"{rest} + t*{tstride}" if x.ndim else "0"
     if scatter:
-        update = _SCATTERS[n.attrs.get("reduce", n.op.name)]
+        update = _SCATTERS[n.attrs["reduce"] if n.op is SC.SCATTER_REDUCE else n.op]
         body.append(update.format(t=f"{_ptr(target)}[{where}]", v=f"{_ptr(sv)}[{src_idx}]",
                                   ct=ctype_of(x.dtype)))
     else:
@@ -241,23 +258,26 @@ def _gather_like(lw, n, scatter):
     _raw(lw, _block(_loops(vars_, body)), views, n.op.name)
 
 
+@RULES.kernel(I.GATHER)
 def gather(lw, n):
     _gather_like(lw, n, scatter=False)
 
 
+@RULES.kernel(I.SCATTER_ADD, SC.SCATTER, SC.SCATTER_REDUCE)
 def scatter_add(lw, n):
     _gather_like(lw, n, scatter=True)
 
 
-scatter = scatter_reduce = scatter_add  # (the update comes from _SCATTERS)
 
 
+@RULES.kernel(deferred.BACKWARD_ERROR)
 def backward_error(lw, n):
     """Zeros (ops/deferred.py: program.CompiledBackward raises the recorded error before a
     backward that needs this gradient runs)."""
     lw._emit_fill(lw.output_view(n.out), literal_c(0, n.out.dtype))
 
 
+@RULES.kernel(I.ARGSORT)
 def argsort(lw, n):
     x = n.inputs[0]
     dim, desc = n.attrs["dim"], bool(n.attrs["descending"])
@@ -277,16 +297,17 @@ def argsort(lw, n):
 # scans: (the accumulator's start, the C statement folding one input ``v`` into ``acc``).
 # NaN propagates through the extremes: once ``acc`` is NaN no comparison replaces it.
 _SCANS = {
-    "cumsum": ("0", "acc += v;"),
-    "cumprod": ("1", "acc *= v;"),
-    "cummax": (None, "acc = (v != v || v >= acc) ? v : acc;"),
-    "cummin": (None, "acc = (v != v || v <= acc) ? v : acc;"),
+    S.CUMSUM: ("0", "acc += v;"),
+    S.CUMPROD: ("1", "acc *= v;"),
+    S.CUMMAX: (None, "acc = (v != v || v >= acc) ? v : acc;"),
+    S.CUMMIN: (None, "acc = (v != v || v <= acc) ? v : acc;"),
     # log(exp(acc) + exp(v)) from the larger of the two; -inf and +inf are their own results
-    "logcumsumexp": ("-INFINITY", "{ const double hi = acc > v ? acc : v, lo = acc > v ? v : acc; "
+    S.LOGCUMSUMEXP: ("-INFINITY", "{ const double hi = acc > v ? acc : v, lo = acc > v ? v : acc; "
                                   "acc = isinf(hi) ? hi : hi + log1p(exp(lo - hi)); }"),
 }
 
 
+@RULES.kernel(S.CUMSUM, S.CUMPROD, S.CUMMAX, S.CUMMIN, S.LOGCUMSUMEXP)
 def scan(lw, n):
     """Running sums, products, extremes and log-sum-exps along ``dim``, in sequence like
     NumPy's, accumulated in double for floats (int64 for integer sums and products; the
@@ -295,7 +316,7 @@ def scan(lw, n):
     vectorized update per row). The extremes start from the first element."""
     x = n.inputs[0]
     dim = n.attrs["dim"]
-    start, update = _SCANS[n.op.name]
+    start, update = _SCANS[n.op]
     xv = lw.contiguous(x)
     ov = lw.output_view(n.out)
     outer, size, inner = _prod(x.shape[:dim]), x.shape[dim], _prod(x.shape[dim + 1:])
@@ -320,10 +341,10 @@ def scan(lw, n):
     _raw(lw, _block(_loops([("o", outer)], body)), [xv, ov, View(run.name, 0, (inner,), (1,))], n.op.name)
 
 
-cumsum = cumprod = cummax = cummin = logcumsumexp = scan
 
 
 # ----------------------------------------------------------------------------- movement kernels
+@RULES.kernel(MV.CAT)
 def cat(lw, n):
     dim = n.attrs["dim"]
     ov = lw.output_view(n.out)
@@ -336,6 +357,7 @@ def cat(lw, n):
         start = stop
 
 
+@RULES.kernel(MV.UNSLICE)
 def unslice(lw, n):
     ov = lw.output_view(n.out)
     lw._emit_fill(ov, literal_c(0, n.out.dtype))
@@ -369,6 +391,7 @@ def _window_rows(x_shape, a, cols_shape):
     return loops, pre, ow, sw
 
 
+@RULES.kernel(NN.UNFOLD2D)
 def unfold2d(lw, n):
     x = n.inputs[0]
     a = n.attrs
@@ -384,6 +407,7 @@ def unfold2d(lw, n):
     _raw(lw, _block(_loops(loops, body, parallel=parallel)), [xv, ov], "unfold2d")
 
 
+@RULES.kernel(NN.FOLD2D)
 def fold2d(lw, n):
     cols = n.inputs[0]
     a = n.attrs
@@ -398,6 +422,7 @@ def fold2d(lw, n):
     _raw(lw, _block(_loops(loops, body, parallel=parallel)), [cv, ov], "fold2d")
 
 
+@RULES.kernel(NN.DROPOUT_MASK)
 def dropout_mask(lw, n):
     seed = n.inputs[0]
     sv = lw.contiguous(seed)
@@ -413,6 +438,7 @@ def dropout_mask(lw, n):
     _raw(lw, _block(["    " + b for b in body]), [sv, ov], "dropout_mask")
 
 
+@RULES.kernel(NN.UNIFORM_NOISE)
 def uniform_noise(lw, n):
     seed = n.inputs[0]
     sv = lw.contiguous(seed)
@@ -425,6 +451,7 @@ def uniform_noise(lw, n):
     _raw(lw, _block(["    " + b for b in body]), [sv, ov], "uniform_noise")
 
 
+@RULES.kernel(I.NONZERO)
 def nonzero(lw, n):
     raise Unsupported("nonzero", "its output shape depends on the data")
 
@@ -464,6 +491,7 @@ def _work_views(lu, perm, size):
     return View(lu.name, 0, (max(size * size, 1),), (1,)), View(perm.name, 0, (max(size, 1),), (1,))
 
 
+@RULES.kernel(LA.INV)
 def linalg_inv(lw, n):
     """Each matrix's inverse: LU, then a solve against the identity (TG_FAIL_MATRIX when singular:
     the interpreter then raises the error)."""
@@ -480,6 +508,7 @@ def linalg_inv(lw, n):
     _raw(lw, _block(_loops(loops, body)), [xv, ov, *_work_views(lu, perm, size)], "linalg_inv")
 
 
+@RULES.kernel(DET.DET)
 def linalg_det(lw, n):
     """Each matrix's determinant: the permutation's sign times the LU diagonal's product (0
     when a pivot is exactly zero), as LAPACK-based NumPy computes it."""
@@ -497,6 +526,7 @@ def linalg_det(lw, n):
     _raw(lw, _block(_loops(loops, body)), [xv, ov, *_work_views(lu, perm, size)], "linalg_det")
 
 
+@RULES.kernel(LA.SOLVE)
 def linalg_solve(lw, n):
     """``X = A^-1 B`` per matrix pair (batches broadcast): LU of A, then substitution for each
     column of B (TG_FAIL_MATRIX when A is singular)."""
@@ -516,6 +546,7 @@ def linalg_solve(lw, n):
     _raw(lw, _block(_loops(loops, body)), [av, bv, ov, *_work_views(lu, perm, size)], "linalg_solve")
 
 
+@RULES.kernel(LA.CHOLESKY)
 def linalg_cholesky(lw, n):
     """Each matrix's Cholesky factor ``L`` (lower, zeros above) of its symmetric part (the
     primitive's reading, ops/linalg.py), column by column into the output (with ``check``,
@@ -533,6 +564,7 @@ def linalg_cholesky(lw, n):
     _raw(lw, _block(_loops(loops, body)), [xv, ov], "linalg_cholesky")
 
 
+@RULES.kernel(D.EIGH)
 def linalg_eigh(lw, n):
     """Each matrix's packed eigendecomposition (ops/decompositions.py: eigenvalues, then
     eigenvectors) of its symmetric part by cyclic Jacobi in double (runtime.h.j2 tg_eigh; NaN
@@ -551,6 +583,7 @@ def linalg_eigh(lw, n):
     _raw(lw, _block(_loops(loops, body)), views, "linalg_eigh")
 
 
+@RULES.kernel(D.SVD)
 def linalg_svd(lw, n):
     """Each matrix's packed reduced SVD (ops/decompositions.py: U, S, V) by one-sided Jacobi
     in double (runtime.h.j2 tg_svd; TG_FAIL_MATRIX on NaN or inf, as if it did not converge: the interpreter
@@ -571,6 +604,7 @@ def linalg_svd(lw, n):
     _raw(lw, _block(_loops(loops, body)), views, "linalg_svd")
 
 
+@RULES.kernel(D.QR)
 def linalg_qr(lw, n):
     """Each matrix's packed QR (ops/decompositions.py: Q, then R) by Householder reflections
     in double with LAPACK's sign conventions (runtime.h.j2 tg_qr)."""
@@ -589,6 +623,7 @@ def linalg_qr(lw, n):
     _raw(lw, _block(_loops(loops, body)), [xv, ov, View(work.name, 0, (max(size, 1),), (1,))], "linalg_qr")
 
 
+@RULES.kernel(D.PINV)
 def linalg_pinv(lw, n):
     """Each matrix's pseudo-inverse from its one-sided Jacobi SVD (hermitian: its Jacobi
     eigendecomposition), runtime.h.j2 tg_pinv (TG_FAIL_MATRIX on non-finite input to the SVD: the

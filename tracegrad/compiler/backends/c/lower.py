@@ -17,7 +17,10 @@ The plan, in one pass over the nodes in program order:
   optimizer state, .grad) are written only after the last read of the input that storage
   also is, else computed into the workspace and copied in at the end (``_hazards``).
 
-An op this file cannot lower raises ``Unsupported`` (the caller falls back to the interpreter).
+Each node is lowered by its rule in ``rules.RULES``, found by the op object (views, folded
+reductions and elementwise expressions are registered in this file, kernels in kernels.py and
+factor_kernels.py); an op without one raises ``Unsupported`` naming it (the caller falls back
+to the interpreter).
 """
 from __future__ import annotations
 
@@ -26,13 +29,15 @@ import re
 
 import numpy as np
 
+from ....ops import elementwise as E
+from ....ops import movement as M
+from ....ops import reduce as R
 from ...passes.simplify import uniform_value
 from . import memory
 from .half import compute_half_in_float
+from .rules import RULES, Unsupported
 from .views import View, coalesce, contiguous_strides
 
-VIEW_OPS = ("reshape", "permute", "expand", "slice", "flip")
-FOLD_REDUCTIONS = {"sum": "sum", "prod": "prod", "amax": "max", "amin": "min"}
 PARALLEL_MIN_WORK = 1 << 15  # elements: below this a loop is not worth an OpenMP team
 # multiply-adds: a product below this runs on one BLAS thread (waking BLAS's threads costs more
 # than the product itself there); runtime.h.j2's TG_BLAS_SERIAL_WORK is rendered from it
@@ -46,12 +51,13 @@ def matmul_work(node):
     return int(np.prod(node.out.shape[:-2], dtype=np.int64)), m * k * cols
 
 
-class Unsupported(Exception):
-    """The C backend has no lowering for an op of this graph (names the op)."""
+__all__ = ["Unsupported", "lower"]  # (Unsupported: defined with the rules, raised from here)
 
-    def __init__(self, op_name, detail=""):
-        super().__init__(f"no C lowering for op {op_name!r}" + (f": {detail}" if detail else ""))
-        self.op_name = op_name
+
+def is_view(op):
+    """Whether ``op`` lowers to no code, a view of its input (its rule's kind)."""
+    rule = RULES.lookup(op)
+    return rule is not None and rule.kind == "view"
 
 
 def ctype_of(dtype):
@@ -286,24 +292,19 @@ class Lowerer:
         return all(l["var"] in used or l["extent"] == 1 for l in kernel["loops"])
 
     def _node(self, n):
-        name, kind = n.op.name, n.op.kind
-        if name in VIEW_OPS:
+        rule = RULES.rule_for(n.op)  # (raises Unsupported, naming the op, when it has none)
+        if rule.kind == "view":
             return  # resolved lazily by the first consumer that needs it
-        if name in ("argmax", "argmin"):
-            return self._emit_arg_reduce(n)
-        if kind == "elementwise" or (name in FOLD_REDUCTIONS and not n.attrs["dim"]):
+        if rule.kind == "expression" or (rule.kind == "fold" and not n.attrs["dim"]):
             return self._join_elementwise(n)
-        if name in FOLD_REDUCTIONS:
+        if rule.kind == "fold":
             return self._join_reduction(n)
-        handler = getattr(self, f"_k_{name}", None)
-        if handler is None:
-            raise Unsupported(name)
-        handler(n)
+        rule.fn(self, n)
 
     # ------------------------------------------------------------------ values and views
     def _base(self, v):
         """The value whose storage ``v`` views (follows chains of view ops)."""
-        while v.kind == "node" and v.node.op.name in VIEW_OPS:
+        while v.kind == "node" and is_view(v.node.op):
             v = v.node.inputs[0]
         return v
 
@@ -324,10 +325,10 @@ class Lowerer:
             self._close(nest)
             return self.views[id(v)]
         n = v.node
-        if n is None or n.op.name not in VIEW_OPS:
+        if n is None or not is_view(n.op):
             raise AssertionError(f"no storage for {v.ref()}")
         src = self.resolve(n.inputs[0])
-        view = self._apply_view(n, src)
+        view = RULES.lookup(n.op).fn(self, n, src)
         self.views[id(v)] = view
         return view
 
@@ -342,23 +343,6 @@ class Lowerer:
         b = self._buffer(ctype_of(v.dtype), nbytes, "work")
         self._buf_by_name[b.name] = b
         return View(b.name, 0, v.shape, contiguous_strides(v.shape))
-
-    def _apply_view(self, n, src):
-        a = n.attrs
-        name = n.op.name
-        if name == "reshape":
-            out = src.reshape(a["shape"])
-            if out is None:  # not expressible as strides: copy to contiguous first
-                src = self._materialize(n.inputs[0], src)
-                out = src.reshape(a["shape"])
-            return out
-        if name == "permute":
-            return src.permute(a["dims"])
-        if name == "expand":
-            return src.broadcast_to(tuple(a["shape"]))
-        if name == "slice":
-            return src.slice(a["index"])
-        return src.flip(a["dims"])
 
     def _materialize(self, v, view):
         dst = self._alloc_work_for(v)
@@ -405,8 +389,6 @@ class Lowerer:
         return nest
 
     def _join_elementwise(self, n):
-        if n.op.name != "copy" and n.op.c is None and n.op.name != "clamp" and n.op.kind == "elementwise":
-            raise Unsupported(n.op.name, "elementwise op without a C expression")
         nest = self._prepare(n, n.out.shape)
         nest.members.append(n)
         nest.values.add(id(n.out))
@@ -469,7 +451,7 @@ class Lowerer:
             for d, st in zip(kept, cs):
                 strides[d] = st
             out_view = View(dst.buf, dst.offset, shape, strides)
-            reductions.append((FOLD_REDUCTIONS[r.op.name], src, out_view, r.out.dtype))
+            reductions.append((RULES.lookup(r.op).data, src, out_view, r.out.dtype))
         self._emit_loop(shape, tuple(sorted(red)), loads, stmts, stores, reductions)
 
     # ------------------------------------------------------------------ loop kernels
@@ -558,20 +540,6 @@ class Lowerer:
         self._emit_loop(v.shape, (), [("a", src, ctype_of(v.dtype))], [], [(dst, "a")], [])
 
     # ------------------------------------------------------------------ other kernels
-    def _emit_arg_reduce(self, n):
-        from . import kernels
-
-        kernels.arg_reduce(self, n)
-
-    def __getattr__(self, item):
-        if item.startswith("_k_"):
-            from . import factor_kernels, kernels
-
-            fn = getattr(kernels, item[3:], None) or getattr(factor_kernels, item[3:], None)
-            if fn is not None:
-                return lambda n: fn(self, n)
-        raise AttributeError(item)
-
     def parallel_for(self, work, extent):
         """The OpenMP pragma for a raw kernel's outer loop of ``extent`` independent iterations
         doing ``work`` element operations in all, or None (OpenMP off, too little work). One
@@ -623,60 +591,113 @@ def _reduce_init(kind, dtype):
     return f"INT{bits}_MIN" if kind == "max" else f"INT{bits}_MAX"
 
 
-_FAST_EXP = re.compile(r"(?<![\w])exp\(")
-_FAST_TANH = re.compile(r"(?<![\w])tanh\(")
-_FAST_ERF = re.compile(r"(?<![\w])erf\(")
-_FAST_LOG = re.compile(r"(?<![\w])log(1p)?\(")
+# ----------------------------------------------------------------------------- the rules
+# Views: no code; the first consumer reads the input through a View (views.py).
+@RULES.view(M.RESHAPE)
+def _reshape(lw, n, src):
+    out = src.reshape(n.attrs["shape"])
+    if out is None:  # not expressible as strides: copy to contiguous first
+        out = lw._materialize(n.inputs[0], src).reshape(n.attrs["shape"])
+    return out
+
+
+RULES.view(M.PERMUTE)(lambda lw, n, src: src.permute(n.attrs["dims"]))
+RULES.view(M.EXPAND)(lambda lw, n, src: src.broadcast_to(tuple(n.attrs["shape"])))
+RULES.view(M.SLICE)(lambda lw, n, src: src.slice(n.attrs["index"]))
+RULES.view(M.FLIP)(lambda lw, n, src: src.flip(n.attrs["dims"]))
+
+# Reductions that join the loop nest of their input's shape (over no dims: the identity).
+for _op, _combiner in ((R.SUM, "sum"), (R.PROD, "prod"), (R.AMAX, "max"), (R.AMIN, "min")):
+    RULES.fold(_op, _combiner)
+
+# Vectorizable float32 forms of fast_math programs (templates/runtime/fast_*.h.j2; their
+# accuracy is bound there and tested by tests/test_backend_c.py::test_fast_math_accuracy).
+for _op, _fast in ((E.EXP, "tg_expf({0})"), (E.TANH, "tg_tanhf({0})"), (E.ERF, "tg_erff({0})"),
+                   (E.LOG, "tg_logf({0})"), (E.LOG1P, "tg_log1pf({0})"),
+                   (E.SIGMOID, "(1 / (1 + tg_expf(-({0}))))")):
+    RULES.fast_float(_op, _fast)
+
+# Ops whose C expression is already 0 or 1 for a bool result (others get ``!= 0``).
+_BOOL_VALUED = frozenset((E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE, E.LOGICAL_AND, E.LOGICAL_OR,
+                          E.LOGICAL_NOT, M.COPY, E.WHERE))
+
+
+@RULES.expression(E.CLAMP)
+def _clamp(node, args, ct):
+    out = node.out
+    x = args[0]
+    lo, hi = node.attrs.get("min"), node.attrs.get("max")
+    expr = x
+    if lo is not None:
+        lo_c = literal_c(lo, out.dtype)
+        expr = f"({expr} < {lo_c} ? {lo_c} : {expr})"
+    if hi is not None:
+        hi_c = literal_c(hi, out.dtype)
+        expr = f"({expr} > {hi_c} ? {hi_c} : {expr})"
+    # NaN stays NaN (np.clip): both comparisons are false for NaN
+    return f"(({x} != {x}) ? {x} : {expr})" if out.dtype.is_floating_point else expr
+
+
+@RULES.expression(E.CAST)
+def _cast(node, args, ct):
+    out, src = node.out.dtype, node.inputs[0].dtype
+    if out.short == "bf16":  # (bfloat16's bits: half.py)
+        return f"tg_bf16_from_float((float)({args[0]}))"
+    if src.short == "bf16":
+        return f"(({ct})tg_bf16_to_float({args[0]}))"
+    if out.short == "b8":
+        return f"({args[0]} != 0)"
+    return None
+
+
+@RULES.expression(E.SIGN)
+def _sign(node, args, ct):
+    if node.out.dtype.is_floating_point:  # (0 for NaN, as PyTorch's)
+        return f"(({ct})(({args[0]} > 0) - ({args[0]} < 0)))"
+    return None
+
+
+@RULES.expression(E.MAXIMUM, E.MINIMUM)
+def _extreme(node, args, ct):
+    if not node.out.dtype.is_floating_point:
+        return None
+    a, b = args
+    cmp = ">" if node.op is E.MAXIMUM else "<"
+    return f"(({a} != {a}) ? {a} : (({b} != {b}) ? {b} : ({a} {cmp} {b} ? {a} : {b})))"
+
+
+@RULES.expression(E.RELU)
+def _relu(node, args, ct):
+    if node.out.dtype.is_floating_point:
+        a = args[0]
+        return f"(({a} != {a} || {a} > 0) ? {a} : 0)"
+    return None
+
+
+@RULES.expression(E.POW)
+def _pow(node, args, ct):
+    if node.out.dtype.is_floating_point and node.inputs[1].kind == "literal":
+        return _pow_by_literal(args[0], float(node.inputs[1].data), ct)
+    return None
 
 
 def c_expression(node, args, fast_math=True):
-    """The C expression of an elementwise node (``args`` are the operand expressions)."""
+    """The C expression of an elementwise node (``args`` are the operand expressions): its
+    rule's, else its OpDef's ``c`` template (``c_int`` for integer dtypes), or in a float32
+    fast_math program the registered fast form."""
     op, out = node.op, node.out
-    name = op.name
     ct = ctype_of(out.dtype)
-    if name == "clamp":
-        x = args[0]
-        lo, hi = node.attrs.get("min"), node.attrs.get("max")
-        expr = x
-        if lo is not None:
-            lo_c = literal_c(lo, out.dtype)
-            expr = f"({expr} < {lo_c} ? {lo_c} : {expr})"
-        if hi is not None:
-            hi_c = literal_c(hi, out.dtype)
-            expr = f"({expr} > {hi_c} ? {hi_c} : {expr})"
-        # NaN stays NaN (np.clip): both comparisons are false for NaN
-        return f"(({x} != {x}) ? {x} : {expr})" if out.dtype.is_floating_point else expr
-    if name in FOLD_REDUCTIONS:  # a reduction over no dims: the identity (with its dtype)
+    rule = RULES.rule_for(op)
+    if rule.kind == "fold":  # a reduction over no dims: the identity (with its dtype)
         return f"(({ct}){args[0]})"
-    if name == "cast" and "bf16" in (out.dtype.short, node.inputs[0].dtype.short):  # (bits: half.py)
-        if out.dtype.short == "bf16":
-            return f"tg_bf16_from_float((float)({args[0]}))"
-        return f"(({ct})tg_bf16_to_float({args[0]}))"
-    if name == "cast" and out.dtype.short == "b8":
-        return f"({args[0]} != 0)"
-    if name == "sign" and out.dtype.is_floating_point:  # (0 for NaN, as PyTorch's)
-        return f"(({ct})(({args[0]} > 0) - ({args[0]} < 0)))"
-    if name in ("maximum", "minimum") and out.dtype.is_floating_point:
-        a, b = args
-        cmp = ">" if name == "maximum" else "<"
-        return f"(({a} != {a}) ? {a} : (({b} != {b}) ? {b} : ({a} {cmp} {b} ? {a} : {b})))"
-    if name == "relu" and out.dtype.is_floating_point:
-        a = args[0]
-        return f"(({a} != {a} || {a} > 0) ? {a} : 0)"
-    if name == "pow" and out.dtype.is_floating_point and node.inputs[1].kind == "literal":
-        expr = _pow_by_literal(args[0], float(node.inputs[1].data), ct)
-        if expr is not None:
-            return expr
-    template = op.c_int if op.c_int is not None and out.dtype.category == 1 else op.c
-    if template is None:
-        raise Unsupported(name, "elementwise op without a C expression")
-    expr = template.format(*args, ctype=ct, **node.attrs)  # (attrs such as polygamma's n)
-    if fast_math and ct == "float":  # vectorizable versions (accuracy bound in runtime.h.j2)
-        for pattern, fast in ((_FAST_EXP, "tg_expf("), (_FAST_TANH, "tg_tanhf("), (_FAST_ERF, "tg_erff("),
-                              (_FAST_LOG, r"tg_log\1f(")):
-            expr = pattern.sub(fast, expr)
-    if out.dtype.short == "b8" and name not in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-                                                "logical_or", "logical_not", "copy", "where"):
+    expr = rule.fn(node, args, ct) if rule.fn is not None else None
+    if expr is None:
+        fast = RULES.fast_template(op) if fast_math and ct == "float" else None
+        template = fast or (op.c_int if op.c_int is not None and out.dtype.category == 1 else op.c)
+        if template is None:
+            raise Unsupported(op.name, "elementwise op without a C expression for this dtype")
+        expr = template.format(*args, ctype=ct, **node.attrs)  # (attrs such as polygamma's n)
+    if out.dtype.short == "b8" and op not in _BOOL_VALUED:
         expr = f"(({expr}) != 0)"
     return expr
 
