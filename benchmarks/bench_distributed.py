@@ -4,20 +4,22 @@ MLP 784-1024-1024-10, Adam, a global batch of 256 split over the ranks) at 1 and
 the share of the step spent in all-reduce.
 
     python benchmarks/bench_distributed.py [--sizes 4K,64K,256K,1M,4M,16M] [--reps 30]
-                                           [--ranks 1,2] [--steps 30] [--backend c]
+                                           [--ranks 1,2] [--steps 30] [--backend c] [--threads N]
 
 The script launches its own ranks (``mpiexec -n N python -m mpi4py`` this file ``--worker ...``)
-and prints markdown tables. Each rank uses ``cores // N`` threads (the ranks share the machine).
+and prints markdown tables. Each rank uses ``cores // N`` threads (the ranks share the machine),
+or ``--threads``.
 Times are medians over the repetitions, as rank 0 sees them.
 
-- all-reduce: ``tg.distributed.all_reduce`` of a float32 tensor (SUM), against mpi4py's
-  ``Allreduce`` of the same buffer (the transport alone; the difference is tracegrad's
-  argument check, one small allgather, and two copies). "bus GB/s" is the ring all-reduce's
+- all-reduce: ``tg.distributed.all_reduce`` of a float32 tensor (SUM); the in-place call that
+  compiled programs make (``_mpi.allreduce_into``: the argument check, one small allgather,
+  then MPI on the buffer itself); and mpi4py's ``Allreduce`` of the same buffer (the transport
+  alone). The eager call also copies the tensor out and back (the op is out of place). "bus GB/s" is the ring all-reduce's
   traffic per rank, 2 (N-1)/N * bytes, over the time (docs/distributed.md's cost model).
 - step: one call of the compiled step (forward, backward, the gradient all-reduces of DDP's
   buckets, Adam); "all-reduce" is the time inside the all-reduce calls of that step (measured
-  by wrapping ``tracegrad.distributed._mpi.allreduce``, which every path calls: eager, the
-  interpreter and the C backend's callback).
+  by wrapping ``tracegrad.distributed._mpi.allreduce`` and ``allreduce_into``, which every path
+  calls: eager, the interpreter and the C backend's callback).
 """
 from __future__ import annotations
 
@@ -70,19 +72,17 @@ def _worker_allreduce(args):
     for size in map(_bytes, args.sizes.split(",")):
         buf = np.ones(size // 4, np.float32)
         t = tg.from_numpy(buf.copy())
-        times = {"mpi4py": [], "tracegrad": []}
+        times = {"mpi4py": [], "tracegrad": [], "in_place": []}
+        calls = {"mpi4py": lambda: comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM),
+                 "tracegrad": lambda: dist.all_reduce(t),
+                 "in_place": lambda: _mpi.allreduce_into(buf, "sum", 0)}
         for i in range(args.reps + 3):  # (3 warm-up calls)
-            comm.Barrier()
-            t0 = time.perf_counter()
-            comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
-            t1 = time.perf_counter()
-            comm.Barrier()
-            t2 = time.perf_counter()
-            dist.all_reduce(t)
-            t3 = time.perf_counter()
-            if i >= 3:
-                times["mpi4py"].append(t1 - t0)
-                times["tracegrad"].append(t3 - t2)
+            for name, call in calls.items():
+                comm.Barrier()
+                t0 = time.perf_counter()
+                call()
+                if i >= 3:
+                    times[name].append(time.perf_counter() - t0)
         rows.append({"bytes": size, **{k: _median(v) for k, v in times.items()}})
     if rank == 0:
         _emit(kind="allreduce", world=world, rows=rows)
@@ -99,19 +99,23 @@ def _worker_step(args):
 
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
-    tg.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+    tg.set_num_threads(args.threads or max(1, (os.cpu_count() or 1) // world))
 
-    spent = []  # seconds inside all-reduce calls since the last reset
-    inner = _mpi.allreduce
+    spent, depth = [], [0]  # seconds inside all-reduce calls since the last reset
 
-    def timed(*a, **k):
-        t0 = time.perf_counter()
-        try:
-            return inner(*a, **k)
-        finally:
-            spent.append(time.perf_counter() - t0)
+    def timed(inner):
+        def call(*a, **k):
+            depth[0] += 1
+            t0 = time.perf_counter()
+            try:
+                return inner(*a, **k)
+            finally:
+                depth[0] -= 1
+                if not depth[0]:  # (allreduce_into may call allreduce: count the outer call only)
+                    spent.append(time.perf_counter() - t0)
+        return call
 
-    _mpi.allreduce = timed
+    _mpi.allreduce, _mpi.allreduce_into = timed(_mpi.allreduce), timed(_mpi.allreduce_into)
 
     batch = args.batch // world
     x, y = workloads._data(args.batch, 784, 10)
@@ -170,6 +174,7 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=256, help="the global batch (split over the ranks)")
     ap.add_argument("--backend", default="c")
+    ap.add_argument("--threads", type=int, default=0, help="threads a rank (default: cores // ranks)")
     ap.add_argument("--skip-allreduce", action="store_true")
     ap.add_argument("--worker", choices=["allreduce", "step"], help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -179,16 +184,19 @@ def main(argv=None):
         return _worker_step(args)
 
     common = ["--sizes", args.sizes, "--reps", str(args.reps), "--steps", str(args.steps),
-              "--batch", str(args.batch), "--backend", args.backend]
+              "--batch", str(args.batch), "--backend", args.backend, "--threads", str(args.threads)]
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start\n")
     if not args.skip_allreduce:
         (res,) = _launch(2, ["--worker", "allreduce", *common], timeout=600)
         n = res["world"]
         print(f"all-reduce, float32 SUM, {n} ranks (median of {args.reps})\n")
-        print("| size | tg.distributed.all_reduce | mpi4py Allreduce | bus GB/s (tracegrad) |")
-        print("|---|---|---|---|")
+        print("| size | tg.distributed.all_reduce | in place (compiled programs) | mpi4py Allreduce "
+              "| bus GB/s (in place) |")
+        print("|---|---|---|---|---|")
         for r in res["rows"]:
-            bus = 2 * (n - 1) / n * r["bytes"] / r["tracegrad"] / 1e9
-            print(f"| {_label(r['bytes'])} | {r['tracegrad'] * 1e3:.3f} ms | {r['mpi4py'] * 1e3:.3f} ms | {bus:.2f} |")
+            bus = 2 * (n - 1) / n * r["bytes"] / r["in_place"] / 1e9
+            print(f"| {_label(r['bytes'])} | {r['tracegrad'] * 1e3:.3f} ms | {r['in_place'] * 1e3:.3f} ms "
+                  f"| {r['mpi4py'] * 1e3:.3f} ms | {bus:.2f} |")
         print()
     print(f"compiled DDP step of medium (backend={args.backend!r}, global batch {args.batch}, "
           f"median of {args.steps} steps)\n")

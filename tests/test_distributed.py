@@ -231,16 +231,22 @@ def test_ddp_compiled_step_captures_the_all_reduce(tmp_path, backend):
             for _ in range(15):
                 step(xs, ys); ref_step(ref, ropt)
         prog = step.programs[0]
+        source = getattr(prog.executable, "source", "")
         report(diff=max_diff(ddp.module, ref), programs=len(step.programs),
                all_reduces=str(prog.graph).count("all_reduce"), buckets=len(ddp._reducer.buckets),
-               warnings=[str(w.message) for w in caught], params=flat(ddp.module).tolist())
+               warnings=[str(w.message) for w in caught], params=flat(ddp.module).tolist(),
+               executable=type(prog.executable).__name__, native_collectives=source.count("if (tg_collective("),
+               mpi_in_source=("mpi.h" in source.lower()) or ("MPI_" in source))
     """], n=2, timeout=120)
     assert len(results) == 2
     for r in results:
         assert r["diff"] < 1e-6, r
         assert r["programs"] == 1 and r["all_reduces"] == r["buckets"] > 1
         assert r["params"] == results[0]["params"]
-        assert not [w for w in r["warnings"] if "graph break" in w.lower()], r["warnings"]
+        assert not r["warnings"], r["warnings"]  # (no graph break, no interpreter fallback)
+        if backend == "c":  # one native call a step, the all-reduces inside; no MPI in the program
+            assert r["executable"] == "CExecutable" and r["native_collectives"] == r["buckets"], r
+            assert not r["mpi_in_source"]
 
 
 def test_launcher_runs_the_example_on_two_ranks(tmp_path):
@@ -259,26 +265,54 @@ def test_launcher_usage_errors():
     assert proc.returncode == 2 and "give one script to run" in proc.stderr
 
 
-def test_compiled_ddp_step_with_fullgraph_and_c_says_why(tmp_path):
-    """Until the C backend lowers all_reduce, backend='c' runs a graph holding one with the
-    interpreter (with a warning); fullgraph=True, which promises native code, raises."""
-    results, _ = run_ranks(tmp_path, [DDP_SETUP, """
-        ddp, opt, ref, ropt = pair(tg.optim.SGD, lr=0.1)
+def test_collectives_in_a_c_program_equal_eager(tmp_path):
+    """all_reduce (each reduction, several dtypes, in place on an input) and broadcast lowered
+    by the C backend (fullgraph=True: no fallback) equal eager; mismatched shapes across ranks
+    raise the same clear error on every rank from inside the program, and the group stays
+    usable."""
+    results, _ = run_ranks(tmp_path, """
+        def fn(a, b, c, h):
+            a = a * 2; dist.all_reduce(a)
+            dist.all_reduce(b, op=dist.ReduceOp.AVG)            # float64, an input in place
+            dist.all_reduce(c, op=dist.ReduceOp.MAX)            # int64
+            h2 = h + 1; dist.all_reduce(h2, op=dist.ReduceOp.PRODUCT)  # float16
+            m = a.clone(); dist.all_reduce(m, op=dist.ReduceOp.MIN)
+            e = a[1:3] * (rank + 1); dist.broadcast(e, src=1)
+            return a, e, h2, m
 
-        @tg.compile(backend="c", fullgraph=True)
-        def step(x, y):
-            opt.zero_grad(); loss = tg.nn.functional.mse_loss(ddp(x), y); loss.backward(); opt.step()
-            return loss
+        def args():
+            return (tg.arange(4.0) + rank, tg.tensor([1.0, 2.0 + rank], dtype=tg.float64),
+                    tg.tensor([rank, 5 - rank]), tg.tensor([0.5, 1.5 + rank], dtype=tg.float16))
 
+        eager_args = args(); want = fn(*eager_args)
+        f = tg.compile(fn, backend="c", fullgraph=True)
+        c_args = args(); got = f(*c_args)
+        out = {"equal": [g.tolist() == w.tolist() and g.dtype == w.dtype for g, w in zip(got, want)],
+               "inputs": [c_args[1].tolist() == eager_args[1].tolist(), c_args[2].tolist() == eager_args[2].tolist()],
+               "executable": type(f.programs[0].executable).__name__}
+        g = tg.compile(lambda x: (dist.all_reduce(x), x)[1], backend="c")
         try:
-            step(xs, ys)
-            report(error=None)
+            g(tg.ones(2 + rank))
+            out["mismatch"] = None
+        except RuntimeError as e:
+            out["mismatch"] = str(e)
+        t = tg.ones(2); dist.all_reduce(t); out["after"] = t.tolist()
+        def reduced(x):
+            dist.all_reduce(x); return x * 2
+        try:
+            tg.export(reduced, tg.ones(2)); out["export"] = None
         except tg.compiler.CompileError as e:
-            report(error=str(e))
-    """], n=2, timeout=120)
+            out["export"] = str(e)
+        report(**out)
+    """, n=2, timeout=120)
     assert len(results) == 2
     for r in results:
-        assert r["error"] is None or "all_reduce" in r["error"], r
+        assert r["equal"] == [True] * 4 and r["inputs"] == [True, True], r
+        assert r["executable"] == "CExecutable"
+        assert r["mismatch"] == ("all_reduce: the ranks disagree on the collective's arguments "
+                                 "(rank 0: float32 [2], sum; rank 1: float32 [3], sum)"), r
+        assert r["after"] == [2.0, 2.0]
+        assert "tg.export: reduced holds all_reduce" in r["export"]
 
 
 # --- DistributedSampler: index lists against torch's sampler (no process group needed there) ---

@@ -143,8 +143,18 @@ def allreduce(a: np.ndarray, op: str, group: int = 0, what: str = "all_reduce") 
 
 
 def allreduce_into(buf: np.ndarray, op: str, group: int) -> None:
-    """``allreduce`` in place on a contiguous array (the compiled programs' callback)."""
-    buf[...] = allreduce(buf, op, group)
+    """``allreduce`` in place on a contiguous array (the compiled programs' callback): MPI
+    reduces ``buf`` itself unless its dtype travels widened (float16, bool), the same
+    arithmetic as ``allreduce`` (AVG: the sum, then one division)."""
+    wire = _wire(buf)
+    if wire is not buf:
+        buf[...] = allreduce(buf, op, group)
+        return
+    c = comm(group)
+    agree(c, "all_reduce", (_describe(buf), op), _check_avg(op, buf))
+    c.Allreduce(mpi().IN_PLACE, buf, op=_mpi_op(op))
+    if op == "avg":
+        buf /= c.Get_size()
 
 
 def broadcast(a: np.ndarray, src: int, group: int = 0, what: str = "broadcast") -> np.ndarray:

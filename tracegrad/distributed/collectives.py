@@ -79,6 +79,15 @@ def _not_traced(what):
                         "and broadcast are)")
 
 
+def _lowering_when_traced() -> None:
+    """Inside tg.compile: give the C backend its lowering of the collectives (_native.py) before
+    the graph is built. (Not at import: the C backend loads on first use.)"""
+    if tracing.current_tracer() is not None:
+        from . import _native
+
+        _native.register()
+
+
 def _array(t) -> np.ndarray:
     return t.detach().numpy()
 
@@ -121,6 +130,7 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup 
     _check_tensor(tensor, "all_reduce")
     g = _member(group)
     if g is not None:
+        _lowering_when_traced()
         _write(tensor, ALL_REDUCE(tensor.detach(), reduction=_op_name(op), group=g.id))
     return _done(async_op, tensor)
 
@@ -136,6 +146,7 @@ def broadcast(tensor: Tensor, src: int | None = None, group: ProcessGroup | None
     g = _member(group)
     if g is not None:
         root = _root(g, src, group_src, "broadcast", "src")
+        _lowering_when_traced()
         _write(tensor, BROADCAST(tensor.detach(), src=root, group=g.id))
     return _done(async_op, tensor)
 

@@ -276,6 +276,10 @@ class ExportedProgram:
 
         self.name, self.graph, self.inputs, self.outputs = name, graph, inputs, outputs
         self.NAME = name.upper()
+        collectives = sorted({n.op.name for n in graph.nodes if n.op.kind == "collective"})
+        if collectives:  # (compiled programs get the collective's function pointer from tracegrad's loader)
+            raise CompileError(f"tg.export: {name} holds {', '.join(collectives)}, which an exported library "
+                               "cannot run: it has no MPI of its own (tracegrad.distributed)")
         if not self.dynamic:
             try:
                 # openmp=True only adds pragmas; the Makefile's OPENMP switch decides whether they act
