@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops.collectives import ALL_REDUCE, BROADCAST
 from . import _mpi
 
 REDUCTIONS = ("sum", "avg", "max", "min", "product")  # (the C text's reduction codes)
@@ -59,27 +60,21 @@ def _callback(kind, buf, nbytes, dtype, arg, group):
 
 def callback_address() -> int:
     """The address of the C function ``int(int, void *, int64_t, int, int, int64_t)`` that
-    programs call for a collective (made once per process)."""
+    programs call for a collective (made once per process, with the C backend's cffi instance,
+    which ``register`` stored)."""
     if "callback" not in _state:
-        from ..compiler.backends.c import _ffi_instance
-
-        ffi = _ffi_instance()
-        _state["ffi"] = ffi
-        _state["callback"] = ffi.callback("int(int, void *, int64_t, int, int, int64_t)", _callback)
-    ffi = _state["ffi"]
-    return int(ffi.cast("intptr_t", _state["callback"]))
+        _state["callback"] = _state["ffi"].callback("int(int, void *, int64_t, int, int, int64_t)", _callback)
+    return int(_state["ffi"].cast("intptr_t", _state["callback"]))
 
 
-def _kernel(kind):
+def _kernel(kind, unsupported):
     def lower_collective(lw, n):
         """Copy the input into the result's buffer, then the collective on it in place."""
         x = n.inputs[0]
         xv, ov = lw.contiguous(x), lw.output_view(n.out)
         name = np.dtype(n.out.dtype.np).name
         if name not in DTYPES:
-            from ..compiler.backends.c.rules import Unsupported
-
-            raise Unsupported(n.op.name, f"no collective for dtype {name}")
+            raise unsupported(n.op.name, f"no collective for dtype {name}")
         nbytes = int(np.prod(n.out.shape, dtype=np.int64)) * n.out.dtype.itemsize
         arg = REDUCTIONS.index(n.attrs["reduction"]) if kind == ALL_REDUCE_KIND else int(n.attrs["src"])
         src = f"({xv.buf} + {xv.offset})" if xv.offset else xv.buf
@@ -96,15 +91,11 @@ def register() -> None:
     """Give the C backend its rules for the collectives and the loader its setter (once)."""
     if _state.get("registered"):
         return
-    from ..compiler.backends import c
+    from ..compiler.backends import c  # (c.RULES: backends/c/rules.py's table)
 
-    if not hasattr(c, "LOAD_SETTERS"):  # a loader that cannot hand over the callback: no C lowering
-        return  # (graphs with a collective then run on the interpreter, after tg.compile's warning)
-    from ..compiler.backends.c.rules import RULES
-    from ..ops.collectives import ALL_REDUCE, BROADCAST
-
-    if ALL_REDUCE not in RULES:
-        RULES.kernel(ALL_REDUCE)(_kernel(ALL_REDUCE_KIND))
-        RULES.kernel(BROADCAST)(_kernel(BROADCAST_KIND))
+    if ALL_REDUCE not in c.RULES:
+        c.RULES.kernel(ALL_REDUCE)(_kernel(ALL_REDUCE_KIND, c.Unsupported))
+        c.RULES.kernel(BROADCAST)(_kernel(BROADCAST_KIND, c.Unsupported))
+    _state["ffi"] = c._ffi_instance()
     c.LOAD_SETTERS["tg_set_collective"] = callback_address
     _state["registered"] = True

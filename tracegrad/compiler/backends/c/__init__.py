@@ -82,7 +82,8 @@ _fingerprint = None
 # The C declarations every generated program exports (runtime.h.j2, program.c.j2).
 FFI_CDEF = ("int tg_run(void **args, char *ws); int tg_run_dyn(void **args, char *ws, int64_t B); "
             "void tg_set_blas(void *s, void *d, int ilp64, void *threads_local, void *set_threads, "
-            "void *get_threads, void *somatcopy, void *domatcopy); void tg_set_pool(void *parallel2);")
+            "void *get_threads, void *somatcopy, void *domatcopy); void tg_set_pool(void *parallel2); "
+            "void tg_set_collective(void *fn);")
 
 
 def generate_cffi_module(directory):
@@ -100,6 +101,11 @@ def generate_cffi_module(directory):
 
 OPENMP_RUNTIMES = ("libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so", "libomp.dylib")
 _pinned_openmp = []
+
+# Functions a runtime theme exports for the loader to hand a function pointer to, as tg_set_blas
+# does (setter name -> a function returning the address), called at load on programs that define
+# the setter: tracegrad/distributed/_native.py adds tg_set_collective (a callback into mpi4py).
+LOAD_SETTERS = {}
 
 
 def _pin_openmp_runtime():
@@ -338,6 +344,9 @@ class CExecutable:
             from .pool import parallel2_address
 
             self._lib.tg_set_pool(ptr(parallel2_address()))
+        for setter, address in LOAD_SETTERS.items():  # (only a program whose runtime defines it)
+            if setter in self.source:
+                getattr(self._lib, setter)(ptr(address()))
         self._run = getattr(self._lib, self.entry)
         self._in_dtypes = [v.dtype.np for v in graph.inputs]
         self._n_in = len(graph.inputs)

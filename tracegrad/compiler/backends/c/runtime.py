@@ -52,6 +52,7 @@ THEMES = (
     Theme("fast_exp", ("tg_exp_core", "tg_expf", "tg_tanhf")),
     Theme("fast_erf", ("tg_erff",), needs=("fast_exp",)),
     Theme("fast_log", ("tg_logf", "tg_log1pf")),
+    Theme("collective", ("tg_collective", "tg_set_collective")),  # (tracegrad/distributed/_native.py)
 )
 _BY_NAME = {t.name: t for t in THEMES}
 _IDENTIFIER = re.compile(r"\btg_\w+")
