@@ -217,6 +217,57 @@ def test_dims_out_of_range_on_0d_tensors(call):
     oracle.assert_close(out[0] if isinstance(out, tuple) else out, ref[0] if isinstance(ref, tuple) else ref, ok)
 
 
+
+# PyTorch's two conventions for a dim on a 0-d tensor: most ops take it as 1-d (dims 0 and -1,
+# anything else an IndexError, even where nothing is computed); the ops that split, slice or
+# difference along a dim need a real one (a RuntimeError with the op's message, whatever dim).
+ZERO_D_DIM_CALLS = {
+    "sort": lambda L, x, d: L.sort(x, dim=d),
+    "argsort": lambda L, x, d: L.argsort(x, dim=d),
+    "topk": lambda L, x, d: L.topk(x, 1, dim=d),
+    "mode": lambda L, x, d: L.mode(x, dim=d),
+    "kthvalue": lambda L, x, d: L.kthvalue(x, 1, dim=d),
+    "median": lambda L, x, d: L.median(x, d),
+    "flatten(start)": lambda L, x, d: L.flatten(x, d),
+    "flatten(end)": lambda L, x, d: L.flatten(x, 0, d),
+    "gather": lambda L, x, d: L.gather(x, d, L.tensor(0)),
+    "index_select": lambda L, x, d: L.index_select(x, d, L.tensor([0])),
+    "scatter": lambda L, x, d: L.scatter(x, d, L.tensor(0), L.tensor(1.0)),
+    "scatter_add": lambda L, x, d: L.scatter_add(x, d, L.tensor(0), L.tensor(1.0)),
+    "index_add": lambda L, x, d: L.index_add(x, d, L.tensor([0]), L.tensor([1.0])),
+    "movedim": lambda L, x, d: L.movedim(x, d, 0),
+    "unflatten": lambda L, x, d: L.unflatten(x, d, (1,)),
+    "unbind": lambda L, x, d: L.unbind(x, d),
+    "narrow": lambda L, x, d: L.narrow(x, d, 0, 1),
+    "chunk": lambda L, x, d: L.chunk(x, 2, dim=d),
+    "split": lambda L, x, d: L.split(x, 1, dim=d),
+    "tensor_split": lambda L, x, d: L.tensor_split(x, 2, dim=d),
+    "diff": lambda L, x, d: L.diff(x, dim=d),
+    "renorm": lambda L, x, d: L.renorm(x, 2, d, 1.0),
+    "glu": lambda L, x, d: L.nn.functional.glu(x, d),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_D_DIM_CALLS))
+def test_dims_of_0d_tensors_follow_pytorchs_convention_per_op(name):
+    call = ZERO_D_DIM_CALLS[name]
+
+    def outcome(L, d):
+        try:
+            out = call(L, L.tensor(1.5), d)
+        except (IndexError, RuntimeError) as e:
+            return type(e), str(e).splitlines()[0]
+        return None, out[0] if isinstance(out, tuple) else out
+
+    for d in (-2, -1, 0, 1, 2):
+        (err, out), (ref_err, ref) = outcome(tg, d), outcome(torch, d)
+        assert err is ref_err, (name, d, out, ref)
+        if err is None:
+            oracle.assert_close(out, ref, f"{name} dim={d}")
+        elif err is RuntimeError and name != "unflatten":  # (torch's unflatten adds its C++ trace)
+            assert out == ref, (name, d)
+
+
 def test_range_factories_of_bool_raise():
     for lib in (tg, torch):
         with pytest.raises(NotImplementedError):

@@ -20,7 +20,7 @@ from .. import amp as _amp
 from ..core import dtypes as _dt
 from . import functional as F
 from ..core.creation import arange, tensor, zeros
-from ..ops.shapes import broadcast_shapes, normalize_dims, wrap_dim
+from ..ops.shapes import broadcast_shapes, normalize_dims, wrap_dim, wrap_dim_of_nonscalar
 from ..core.tensor import Tensor
 from .numpy_names import accept_numpy_names
 from ..autograd.graph import named_backward  # (grad_fn names as PyTorch's)
@@ -216,6 +216,8 @@ def movedim(x, source, destination):
                            f"should contain the same number of dims as destination ({list(dst)} dims)")
     src = [wrap_dim(d, x.ndim) for d in src]
     dst = [wrap_dim(d, x.ndim) for d in dst]
+    if x.ndim == 0:  # (dims 0 and -1 of a 0-d tensor: nothing moves)
+        return F.permute(x, [])
     order = [None] * x.ndim
     for s, d in zip(src, dst):
         order[d] = s
@@ -327,7 +329,7 @@ def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 def diff(x, n=1, dim=-1):
     """``n``-th forward differences along ``dim``."""
-    d = wrap_dim(dim, x.ndim)
+    d = wrap_dim_of_nonscalar(dim, x.ndim, "diff expects input to be at least one-dimensional")
     for _ in range(n):
         length = x.shape[d]
         if length == 0:

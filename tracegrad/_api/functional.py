@@ -22,7 +22,7 @@ from ..ops import linalg as L
 from ..ops import movement as M
 from ..ops import reduce as R
 from ..ops import scan as S
-from ..ops.shapes import normalize_dims, numel, wrap_dim, wrap_dim_or_none
+from ..ops.shapes import normalize_dims, numel, wrap_dim, wrap_dim_of_nonscalar, wrap_dim_or_none
 from ..core.creation import _wrap
 from ..core.tensor import Tensor
 from ..core import views  # (imports this module back: names are looked up at call time)
@@ -603,9 +603,9 @@ def _alias(x):
 
 @named_backward(_reshape_name)
 def flatten(x, start_dim=0, end_dim=-1):
+    s, e = wrap_dim(start_dim, x.ndim), wrap_dim(end_dim, x.ndim)  # (checked on 0-d too)
     if x.ndim == 0:
         return reshape(x, 1)
-    s, e = wrap_dim(start_dim, x.ndim), wrap_dim(end_dim, x.ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = list(x.shape[:s]) + [numel(x.shape[s:e + 1])] + list(x.shape[e + 1:])
@@ -615,6 +615,8 @@ def flatten(x, start_dim=0, end_dim=-1):
 @named_backward("ViewBackward0")
 def unflatten(x, dim, sizes):
     d = wrap_dim(dim, x.ndim)
+    if x.ndim == 0:  # (PyTorch: a dim out of range is an IndexError, then a 0-d tensor this)
+        raise RuntimeError("unflatten: Dimension specified as 0 but tensor has no dimensions")
     sizes = _infer_minus_one(sizes, x.shape[d])
     return reshape(x, list(x.shape[:d]) + list(sizes) + list(x.shape[d + 1:]))
 
@@ -736,7 +738,8 @@ def write_out(result, out):
 def narrow(x, dim, start, length):
     from .indexing import slice_dim
 
-    return slice_dim(x, wrap_dim(dim, x.ndim), start, start + length, 1)
+    d = wrap_dim_of_nonscalar(dim, x.ndim, "narrow() cannot be applied to a 0-dim tensor.")
+    return slice_dim(x, d, start, start + length, 1)
 
 
 def cat(tensors, dim=0):
@@ -779,7 +782,7 @@ def split(tensor, split_size_or_sections, dim=0):
     from .indexing import slice_dim
 
     x = tensor
-    d = wrap_dim(dim, x.ndim)
+    d = wrap_dim_of_nonscalar(dim, x.ndim, "split expects at least a 1-dimensional tensor")
     n = x.shape[d]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
@@ -802,13 +805,14 @@ def split(tensor, split_size_or_sections, dim=0):
 def chunk(x, chunks, dim=0):
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    n = x.shape[wrap_dim(dim, x.ndim)]
+    n = x.shape[wrap_dim_of_nonscalar(dim, x.ndim, "chunk expects at least a 1-dimensional tensor")]
     size = -(-n // chunks) if n else 1
     return split(x, builtins.max(size, 1), dim)
 
 
 def unbind(x, dim=0):
-    d = wrap_dim(dim, x.ndim)
+    d = wrap_dim_of_nonscalar(dim, x.ndim, "Dimension specified as 0 but tensor has no dimensions",
+                              IndexError)
     return tuple(squeeze(p, d) for p in split(x, 1, d))
 
 

@@ -24,6 +24,7 @@ from ..ops import bitwise as _bitwise
 from ..ops import elementwise as _elementwise
 from ..core.creation import full_like, ones_like, zeros_like
 from ..core.tensor import Tensor
+from ..ops.shapes import wrap_dim
 
 _histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
 _frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
@@ -197,7 +198,9 @@ def renorm(input, p, dim, maxnorm):
         raise RuntimeError(f"renorm: non-positive-norm not supported, got p={p}")
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
-    d = dim % input.ndim
+    if input.ndim < 2:  # (PyTorch's check, before the dim's)
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
+    d = wrap_dim(dim, input.ndim)
     others = tuple(k for k in range(input.ndim) if k != d)
     norm = vector_norm(input, ord=p, dim=others, keepdim=True)
     factor = F.where(norm > maxnorm, maxnorm / (norm + 1e-7), ones_like(norm))

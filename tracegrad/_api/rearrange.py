@@ -17,7 +17,7 @@ from ..core import dtypes as _dt
 from . import functional as F
 from ..core.creation import tensor, zeros
 from ..ops.index import check_index
-from ..ops.shapes import wrap_dim
+from ..ops.shapes import wrap_dim, wrap_dim_of_nonscalar
 from ..core.tensor import Size, Tensor
 from .numpy_names import accept_numpy_names
 from ..core.device import check_device as _check_device
@@ -112,7 +112,8 @@ def meshgrid(*tensors, indexing=None):
 def tensor_split(input, indices_or_sections, dim=0):
     """Views split along ``dim``: into ``n`` nearly equal parts (the first ``size % n`` one
     longer) for an int, or at the given indices."""
-    d = wrap_dim(dim, input.ndim)
+    d = wrap_dim_of_nonscalar(dim, input.ndim, "tensor_split expected at least a 1-dimensional "
+                              "tensor, but got a tensor with 0 dims")
     size = input.shape[d]
     if isinstance(indices_or_sections, Tensor):
         indices_or_sections = indices_or_sections.tolist()

@@ -26,6 +26,7 @@ from .composites import isnan
 from ..core.creation import tensor
 from ..core import tracing as trace
 from ..core.tensor import Tensor
+from ..ops.shapes import wrap_dim
 from .numpy_names import accept_numpy_names
 
 __all__ = ["searchsorted", "bucketize", "isin", "msort", "mode", "nonzero_static"]
@@ -108,9 +109,9 @@ def mode(input, dim=-1, keepdim=False):
     frequent ones) and the index of its last occurrence, as PyTorch's CPU kernel. The values
     are gathered from ``input``, so they differentiate like ``max(dim)``'s."""
     trace.graph_break("mode counts the values (data-dependent), as unique does")
+    d = wrap_dim(dim, input.ndim)  # (an IndexError on a 0-d tensor too, as PyTorch's)
     if input.ndim == 0:
         return F.values_indices(input.clone(), tensor(0))
-    d = dim % input.ndim
     rows = np.moveaxis(input.detach().numpy(), d, -1)
     flat = rows.reshape(-1, rows.shape[-1])
     indices = np.empty(flat.shape[0], dtype=np.int64)

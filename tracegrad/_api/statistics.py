@@ -36,7 +36,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     if not 1 <= k <= n:
         raise IndexError(f"kthvalue(): selected number k out of range for dimension {dim}")
     values, indices = F.sort(input, dim=d)
-    picked = [F.narrow(t, d, k - 1, 1) for t in (values, indices)]
+    # (a 0-d tensor's one element is its k=1 value: nothing to narrow, which needs a dim)
+    picked = [F.narrow(t, d, k - 1, 1) for t in (values, indices)] if input.ndim else [values, indices]
     if not keepdim and input.ndim:
         picked = [F.squeeze(t, d) for t in picked]
     return F.values_indices(*picked)

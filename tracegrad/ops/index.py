@@ -358,7 +358,8 @@ def gather(x, dim, index, *, sparse_grad=False):
             [4, 3]])
     """
     index = _as_index(index, "gather")
-    return GATHER(x, index, dim=wrap_dim(dim, x.ndim) if x.ndim else 0)
+    # (wrap_dim checks dim on a 0-d tensor too, as PyTorch: its dims are 0 and -1)
+    return GATHER(x, index, dim=wrap_dim(dim, x.ndim))
 
 
 def scatter_add(x, dim, index, src):
@@ -367,7 +368,7 @@ def scatter_add(x, dim, index, src):
 
     index = _as_index(index, "scatter_add")
     src = F.to_tensor(src, x.dtype)
-    return SCATTER_ADD(x, index, src, dim=wrap_dim(dim, x.ndim) if x.ndim else 0)
+    return SCATTER_ADD(x, index, src, dim=wrap_dim(dim, x.ndim))
 
 
 def _vector_index(index, what):
@@ -381,7 +382,7 @@ def _vector_index(index, what):
 def index_select(x, dim, index):
     """The slices of ``x`` along ``dim`` at ``index`` (a vector), in that order."""
     index = _vector_index(index, "index_select")
-    d = wrap_dim(dim, x.ndim) if x.ndim else 0
+    d = wrap_dim(dim, x.ndim)
     index = check_index(index, x.shape[d] if x.ndim else 1, d, "select")  # (no negative index)
     if x.ndim == 0:
         return INDEX(x.reshape(1), index, dim=0).reshape(())
@@ -393,7 +394,7 @@ def index_add(x, dim, index, source, *, alpha=1):
     from .._api import functional as F
 
     index = _vector_index(index, "index_add_")
-    d = wrap_dim(dim, x.ndim) if x.ndim else 0
+    d = wrap_dim(dim, x.ndim)
     source = F.to_tensor(source, x.dtype)
     if alpha != 1:
         source = F.mul(source, alpha)
@@ -404,8 +405,8 @@ def index_add(x, dim, index, source, *, alpha=1):
     # (PyTorch's RuntimeError, no negative index: the primitive takes them, for x[idx]'s gradient)
     index = check_index(index, x.shape[d] if x.ndim else 1, d, "dim_runtime")
     want = tuple(x.shape[:d]) + (n,) + tuple(x.shape[d + 1:])
-    if tuple(source.shape) != want and x.ndim:
-        raise RuntimeError(f"index_add_(): source tensor shape must match self tensor shape, "
+    if (tuple(source.shape) != want) if x.ndim else source.ndim:  # (a 0-d x takes a 0-d source)
+        raise RuntimeError(f"source tensor shape must match self tensor shape, "
                            f"excluding the specified dimension. Got self.shape = {list(x.shape)} "
                            f"source.shape = {list(source.shape)}")
     if x.ndim == 0:
@@ -432,7 +433,7 @@ def scatter_add_(x, dim, index, src):
 
 def argsort(x, dim=-1, descending=False, stable=False):
     """Indices that sort ``x`` along ``dim``. Ties keep their order (stable) in every mode."""
-    return ARGSORT(x, dim=wrap_dim(dim, x.ndim) if x.ndim else 0, descending=bool(descending),
+    return ARGSORT(x, dim=wrap_dim(dim, x.ndim), descending=bool(descending),
                    stable=bool(stable))
 
 
@@ -444,7 +445,7 @@ def sort(x, dim=-1, descending=False, stable=False):
     tensor([[1., 2., 3.]])
     """
     idx = argsort(x, dim, descending, stable)
-    d = wrap_dim(dim, x.ndim) if x.ndim else 0
+    d = wrap_dim(dim, x.ndim)
     return sort_result(GATHER(x, idx, dim=d), idx)
 
 
@@ -452,7 +453,7 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
     """The ``k`` largest (or smallest) elements along ``dim`` as ``(values, indices)``."""
     from .._api.indexing import slice_dim
 
-    d = wrap_dim(dim, x.ndim) if x.ndim else 0
+    d = wrap_dim(dim, x.ndim)
     n = x.shape[d] if x.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")

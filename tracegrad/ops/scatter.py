@@ -149,7 +149,7 @@ def _operands(x, dim, index, src, what):
     elif src.dtype is not x.dtype:
         raise RuntimeError(f"{what}(): Expected self.dtype to be equal to src.dtype, got {x.dtype} "
                            f"and {src.dtype}")
-    return index, src, wrap_dim(dim, x.ndim) if x.ndim else 0
+    return index, src, wrap_dim(dim, x.ndim)  # (dim checked on 0-d too)
 
 
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):

@@ -39,6 +39,17 @@ def wrap_dim(dim, ndim):
     return dim % n
 
 
+def wrap_dim_of_nonscalar(dim, ndim, message, error=RuntimeError):
+    """``wrap_dim`` for the ops that PyTorch defines only on tensors with a dim (narrow, split,
+    chunk, diff, glu...): a 0-d tensor is a RuntimeError with the op's own ``message``, raised
+    before ``dim`` is looked at (an IndexError for unbind, whose check is the dim wrapper's). Every other op follows ``wrap_dim``'s rule (a 0-d tensor has
+    the dims 0 and -1; anything else is an IndexError) and must check ``dim`` on a 0-d tensor
+    too, even where it has nothing to compute there."""
+    if ndim == 0:
+        raise error(message)
+    return wrap_dim(dim, ndim)
+
+
 def normalize_dims(dim, ndim):
     """None -> all dims; int or tuple -> sorted tuple of non-negative dims (no repeats)."""
     if dim is None:

@@ -23,7 +23,7 @@ from ...core import dtypes as _dt
 from ..._api import functional as T
 from ...ops import index as I
 from ...ops import nn as N
-from ...ops.shapes import wrap_dim, wrap_dim_or_none
+from ...ops.shapes import wrap_dim, wrap_dim_of_nonscalar, wrap_dim_or_none
 from ...autograd.graph import named_backward  # (grad_fn names as PyTorch's)
 
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "cross_entropy",
@@ -115,7 +115,8 @@ def softsign(input):
 
 def glu(input, dim=-1):
     """``a * sigmoid(b)`` of the two halves of ``dim``."""
-    d = wrap_dim(dim, input.ndim)
+    d = wrap_dim_of_nonscalar(dim, input.ndim, "glu does not support scalars because halving size "
+                              "must be even")
     half = input.shape[d] // 2
     if input.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
