@@ -597,12 +597,16 @@ def test_once_differentiable_double_backward_fails_as_in_eager():
     assert str(compiled.value) == str(eager.value)
 
 
-def test_backend_names_are_checked_when_compiling():
-    """A backend this version lacks is refused by name (not an ImportError at the first call),
-    an unknown one lists those there are."""
-    with pytest.raises(NotImplementedError, match="backend='cuda' is not available"):
-        tg.compile(lambda x: x + 1, backend="cuda")
-    with pytest.raises(ValueError, match="unknown backend 'gpu'; expected one of c, interpreter"):
+def test_backend_names_are_checked_when_compiling(monkeypatch):
+    """backend='cuda' with neither a GPU nor the emulation is refused when compiling (not at
+    the first call), naming both ways out; an unknown backend lists those there are."""
+    from tracegrad.compiler.backends import cuda
+
+    monkeypatch.delenv(cuda.EMULATE_ENV, raising=False)
+    if cuda.gpu_arch() is None:
+        with pytest.raises(cuda.NoCuda, match="TRACEGRAD_CUDA_EMULATE=1"):
+            tg.compile(lambda x: x + 1, backend="cuda")
+    with pytest.raises(ValueError, match="unknown backend 'gpu'; expected one of c, cuda, interpreter"):
         tg.compile(lambda x: x + 1, backend="gpu")
 
 

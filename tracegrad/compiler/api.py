@@ -31,10 +31,9 @@ from .ir import trace
 from .ir.capture import trace_function
 from .program import Program
 
-BACKENDS = ("c", "interpreter")
+BACKENDS = ("c", "cuda", "interpreter")
 # backends of the API that this version does not have: asked for, they are refused by name
-NOT_BUILT = {"cuda": "backend='cuda' is not available in this version of tracegrad (no CUDA code "
-                     "generator yet); use backend='c' (native CPU code) or 'interpreter'"}
+NOT_BUILT = {}
 CACHE_SIZE_LIMIT = 8
 
 
@@ -58,6 +57,19 @@ def _build(backend, graph, options):
                 raise CompileError(f"backend='c' cannot compile {graph.name}: {e}") from None
             warnings.warn(f"tg.compile: backend='c' cannot compile {graph.name}: {e}; running this "
                           "graph with the interpreter.", RuntimeWarning, stacklevel=4)
+            from .backends import interpreter
+
+            return interpreter.build(graph, options)
+    if backend == "cuda":
+        from .backends import cuda
+
+        try:
+            return cuda.build(graph, options)
+        except cuda.Unsupported as e:  # the same rule as the C backend's: a stated fallback
+            if (options or {}).get("fullgraph"):
+                raise CompileError(f"backend='cuda' cannot compile {graph.name}: {e}") from None
+            warnings.warn(f"tg.compile: backend='cuda' cannot compile {graph.name}: {e}; running "
+                          "this graph with the interpreter.", RuntimeWarning, stacklevel=4)
             from .backends import interpreter
 
             return interpreter.build(graph, options)
@@ -230,6 +242,10 @@ class CompiledFunction:
             raise NotImplementedError(NOT_BUILT[backend])
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+        if backend == "cuda":  # no GPU and no emulation: refused now, naming both ways out
+            from .backends import cuda
+
+            cuda.toolchain()
         self.fn = fn
         self.backend = backend
         self.fullgraph = fullgraph

@@ -1,0 +1,273 @@
+"""The CUDA backend: an IR Graph -> one generated ``.cu`` file (kernels and a host launcher)
+-> a shared object loaded with cffi.
+
+The launcher is ``extern "C" int tg_cuda_run(void **args)``: ``args`` holds host pointers to
+the inputs, the graph's constants and the outputs (graph.outputs, then graph.writebacks). It
+allocates device buffers, copies the inputs in, launches every kernel on the default stream,
+copies the results out and frees what it allocated; it returns 0 or the CUDA error code.
+Tensors are host tensors in this version (docs/cuda.md).
+
+How it is built:
+
+- ``TRACEGRAD_CUDA_EMULATE=1``: with the host C++ compiler and the emulation header
+  (``templates/tg_cuda_emulate.h``), so the very same source runs on the CPU: a testing mode,
+  like Triton's interpreter, slow by design;
+- otherwise with ``nvcc`` for the GPU of this machine, when there is one. Without a GPU (and
+  without emulation) ``build`` raises ``NoCuda``, naming both ways out.
+
+Builds are cached like the C backend's (compiler/cache.py), the compiler's version and the
+mode (emulated or the GPU's architecture) in the key.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from . import kernels  # (imported for its registrations: rules.RULES)
+from .lower import lower
+from .rules import RULES, Unsupported
+
+__all__ = ["RULES", "Unsupported", "NoCuda", "build", "render", "emulated"]
+
+CODEGEN_VERSION = 1
+EMULATE_ENV = "TRACEGRAD_CUDA_EMULATE"
+# what the generated source depends on, the C renderer's view and expression rules included
+# (rules.py reuses them), so that a change to any of them is a new cache key
+_SOURCES = ("__init__.py", "lower.py", "kernels.py", "rules.py", "../rules.py",
+            "templates/tg_cuda_emulate.h", "../c/lower.py", "../c/views.py", "../c/text.py")
+
+
+class NoCuda(RuntimeError):
+    """backend='cuda' on a machine that can neither run CUDA nor was asked to emulate it."""
+
+
+def emulated():
+    """Whether CUDA programs are built for the CPU emulation (TRACEGRAD_CUDA_EMULATE=1)."""
+    return os.environ.get(EMULATE_ENV, "") not in ("", "0")
+
+
+def templates_dir():
+    return Path(__file__).resolve().parent / "templates"
+
+
+PRELUDE = """\
+#include <stdint.h>
+#include <math.h>
+#ifdef TG_CUDA_EMULATE
+#include "tg_cuda_emulate.h"
+#define TG_LAUNCH(kernel, grid, block, ...) tg_emu::launch(kernel, grid, block, __VA_ARGS__)
+#else
+#include <cuda_runtime.h>
+#define TG_LAUNCH(kernel, grid, block, ...) kernel<<<grid, block>>>(__VA_ARGS__)
+#endif
+/* every CUDA call's error ends the call (after the buffers are freed) */
+#define TG_CHECK(call) do { cudaError_t tg_e = (call); if (tg_e != cudaSuccess) { rc = (int)tg_e; goto done; } } while (0)
+"""
+
+
+def render(plan, name="graph"):
+    """The ``.cu`` source of a lowered plan."""
+    from ..c.text import comment_text
+
+    lines = [f"// tracegrad CUDA program ({comment_text(name)}), codegen {CODEGEN_VERSION}", PRELUDE]
+    for k in plan.kernels:
+        lines.append(k["source"])
+    lines.append('extern "C" int tg_cuda_run(void **args) {')
+    lines.append("  int rc = 0;")
+    for b in plan.buffers:  # (all declared before the first goto of TG_CHECK)
+        lines.append(f"  {b.ctype} *{b.name} = 0;")
+    for b in plan.buffers:
+        lines.append(f"  TG_CHECK(cudaMalloc((void **)&{b.name}, {max(b.nbytes, 1)}));")
+        if b.kind in ("input", "const") and b.nbytes:
+            lines.append(f"  TG_CHECK(cudaMemcpy({b.name}, args[{b.slot}], {b.nbytes}, cudaMemcpyHostToDevice));")
+    for k in plan.kernels:
+        lines.append(f"  {k['launch']}")
+        lines.append("  TG_CHECK(cudaGetLastError());")
+    lines.append("  TG_CHECK(cudaDeviceSynchronize());")
+    for b in plan.buffers:
+        if b.kind == "output" and b.nbytes:
+            lines.append(f"  TG_CHECK(cudaMemcpy(args[{b.slot}], {b.name}, {b.nbytes}, cudaMemcpyDeviceToHost));")
+    lines.append("done:")
+    for b in plan.buffers:
+        lines.append(f"  cudaFree({b.name});")
+    lines.append("  return rc;")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- toolchain
+def _version(cmd):
+    try:
+        out = subprocess.run(cmd + ["--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def host_compiler():
+    """The C++ compiler of emulated builds (``CXX``, else g++ or clang++) and its version."""
+    for cxx in ([os.environ["CXX"]] if os.environ.get("CXX") else []) + ["g++", "clang++"]:
+        path = shutil.which(cxx)
+        version = path and _version([path])
+        if version:
+            return path, version
+    raise NoCuda(f"{EMULATE_ENV}=1 needs a host C++ compiler (g++ or clang++; or set CXX)")
+
+
+def gpu_arch():
+    """``sm_XY`` of this machine's first GPU, or None when there is none (no driver, no device).
+    Asked of the driver library itself, so that no CUDA toolkit is needed to find out."""
+    import ctypes
+
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    count, major, minor = ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(0)
+    if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value < 1:
+        return None
+    # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76, of device 0
+    if cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, 0) or cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, 0):
+        return None
+    return f"sm_{major.value}{minor.value}"
+
+
+_toolchain = {}
+
+
+def toolchain():
+    """(mode, compile command without source and output, version text) for this process."""
+    mode = "emulate" if emulated() else "gpu"
+    if mode not in _toolchain:
+        if mode == "emulate":
+            cxx, version = host_compiler()
+            cmd = [cxx, "-std=c++17", "-O2", "-shared", "-fPIC", "-pthread", "-DTG_CUDA_EMULATE",
+                   "-I", str(templates_dir()), "-x", "c++"]
+            _toolchain[mode] = ("emulate", cmd, version)
+        else:
+            arch = gpu_arch()
+            nvcc = shutil.which("nvcc")
+            if arch is None:
+                raise NoCuda("backend='cuda' found no CUDA GPU on this machine. Either set "
+                             f"{EMULATE_ENV}=1 to run the generated CUDA on the CPU (a testing mode), "
+                             "or use backend='c' (native CPU code)")
+            if nvcc is None:
+                raise NoCuda("backend='cuda' needs nvcc (the CUDA toolkit) to build for this machine's "
+                             f"GPU; or set {EMULATE_ENV}=1 to emulate, or use backend='c'")
+            cmd = [nvcc, "-O3", "-shared", "-Xcompiler", "-fPIC", f"-arch={arch}", "-x", "cu"]
+            _toolchain[mode] = (arch, cmd, _version([nvcc]))
+    return _toolchain[mode]
+
+
+def compile_source(source, directory, cmd):
+    """Build ``source`` into ``directory``/program.so with ``cmd``; returns the path."""
+    directory = Path(directory)
+    src = directory / "program.cu"
+    src.write_text(source)
+    so = directory / "program.so"
+    out = subprocess.run(cmd + [str(src), "-o", str(so)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"building the generated CUDA program failed:\n{out.stderr[-4000:]}")
+    return so
+
+
+_fingerprints = []
+
+
+def _fingerprint():
+    if _fingerprints:
+        return _fingerprints[0]
+    h = hashlib.sha256(str(CODEGEN_VERSION).encode())
+    here = Path(__file__).resolve().parent
+    for name in _SOURCES:
+        h.update((here / name).read_bytes())
+    _fingerprints.append(h.hexdigest())
+    return _fingerprints[0]
+
+
+def cache_key(graph, mode, version):
+    from ...cache import make_key
+
+    # an op's C expression lives in its definition (ops/), outside the fingerprinted files
+    ops = sorted({(n.op.name, n.op.version, n.op.c or "", n.op.c_int or "") for n in graph.nodes})
+    return make_key({"backend": "cuda", "ir": str(graph), "ops": ops, "codegen": _fingerprint(),
+                     "mode": mode, "compiler": version})
+
+
+# ----------------------------------------------------------------------------- build
+def build(graph, options=None):
+    """Build ``graph`` into a CUDA executable. Raises Unsupported (an op without a CUDA
+    lowering: the caller falls back to the interpreter) before NoCuda (no way to run it)."""
+    options = options or {}
+    plan = lower(graph)
+    source = render(plan, graph.name)
+    mode, cmd, version = toolchain()
+
+    def do_build(tmpdir):
+        return compile_source(source, tmpdir, cmd), {"source": source}
+
+    if options.get("cache", True):
+        from ...cache import get_or_build
+
+        so_path, _meta, hit = get_or_build(cache_key(graph, mode, version), do_build)
+    else:
+        import tempfile
+
+        so_path, _meta = do_build(tempfile.mkdtemp(prefix="tracegrad-cuda-"))
+        hit = False
+    return CudaExecutable(graph, plan, source, str(so_path), mode, cache_hit=hit)
+
+
+_ffi = None
+
+
+def _ffi_instance():
+    global _ffi
+    if _ffi is None:
+        import cffi
+
+        ffi = cffi.FFI()
+        ffi.cdef("int tg_cuda_run(void **args);")
+        _ffi = ffi
+    return _ffi
+
+
+class CudaExecutable:
+    """A loaded CUDA program: call it with the input arrays (graph.inputs order); returns new
+    arrays (graph.outputs, then graph.writebacks)."""
+
+    fresh_results = True  # every result is a new host array
+
+    def __init__(self, graph, plan, source, so_path, mode, cache_hit=False):
+        ffi = _ffi_instance()
+        self.graph = graph
+        self.source = source
+        self.path = so_path
+        self.mode = mode  # "emulate" or the GPU's sm_XY
+        self.cache_hit = cache_hit
+        self._lib = ffi.dlopen(so_path)
+        self._in_dtypes = [v.dtype.np for v in graph.inputs]
+        self._consts = list(plan.consts)
+        self._outs = list(plan.out_specs)
+        self._lock = threading.Lock()  # one pointer array: one call at a time
+
+    def __call__(self, inputs):
+        ffi = _ffi_instance()
+        arrays = [np.ascontiguousarray(a, dtype=dt) for a, dt in zip(inputs, self._in_dtypes)]
+        outs = [np.empty(shape, dt) for shape, dt in self._outs]
+        every = arrays + self._consts + outs
+        ptrs = ffi.new("void *[]", max(len(every), 1))
+        for k, a in enumerate(every):
+            if a.size:
+                ptrs[k] = ffi.from_buffer(a)
+        with self._lock:
+            rc = self._lib.tg_cuda_run(ptrs)
+        if rc:
+            raise RuntimeError(f"the CUDA program {self.graph.name} failed with CUDA error {rc}")
+        return outs
