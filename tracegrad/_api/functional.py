@@ -236,10 +236,10 @@ clip = clamp
 
 
 def _unary(op):
-    def fn(x):
-        if not isinstance(x, Tensor):
-            raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(x).__name__}")
-        return op(x)
+    def fn(input):  # (PyTorch's name: torch.exp(input=x) is a call programs make)
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+        return op(input)
 
     fn.__name__ = op.name
     fn.__doc__ = f"Elementwise {op.name}."
