@@ -3,9 +3,9 @@
 the IR and runs it inside the one native call.
 
 Both are out of place (the distributed API writes their result back into the user's tensor with
-``copy_``). ``random=True`` is the registry's "not a pure function of its inputs" flag: it keeps
-the passes from folding, merging (CSE) or recomputing a collective, and the C backend from
-splitting the batch of a program that holds one; every rank runs the same program, so the
+``copy_``). ``effect=True`` marks them as acting outside the program (OpDef.pure is False): the
+passes never fold, merge (CSE) or recompute a collective, and the C backend never splits the
+batch of a program that holds one; every rank runs the same program, so the
 collectives are issued in the same order everywhere. ``group`` is the group's id (an int, part
 of the cache key); the world size is not: the program asks the communicator at run time, so one
 cached program serves any number of ranks. Not differentiable: DDP reduces gradients under
@@ -43,6 +43,6 @@ def _broadcast_impl(x, src, group):
 
 
 ALL_REDUCE = defop("all_reduce", infer=_infer_all_reduce, impl=_all_reduce_impl, differentiable=False,
-                   random=True, kind="collective")
+                   effect=True, kind="collective")
 BROADCAST = defop("broadcast", infer=_infer_broadcast, impl=_broadcast_impl, differentiable=False,
-                  random=True, kind="collective")
+                  effect=True, kind="collective")

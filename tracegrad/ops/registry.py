@@ -38,7 +38,7 @@ _BF16 = _dt.bfloat16  # (ops on it run their NumPy kernels on float32: dtypes.wi
 class OpDef:
     def __init__(self, name, infer, impl, vjp=None, jvp=None, save=(), c=None, c_int=None,
                  differentiable=True, nondiff_inputs=(), version=1, kind="other", random=False,
-                 sample=None, no_derivative=(), no_derivative_label=None):
+                 sample=None, no_derivative=(), no_derivative_label=None, effect=False):
         self.name = name
         self.infer = infer
         self.impl = impl
@@ -53,7 +53,10 @@ class OpDef:
         self.no_derivative_label = no_derivative_label or f"{name}: input"
         self.version = version
         self.kind = kind  # elementwise | reduce | movement | index | linalg | nn | other
-        self.random = random
+        self.random = random  # draws random numbers (vmap's randomness= rule reads this)
+        self.effect = effect  # acts outside the program (a collective): never folded, merged or split
+        # a pure function of its inputs: what the passes may fold, merge (CSE) or recompute
+        self.pure = not (random or effect)
         # sample() -> list of (input specs, attrs) for the registry-driven tests (tests/test_ops.py);
         # the spec grammar ("any", ("index", shape, high), ...) is in tracegrad/ops/samples.py
         self.sample = sample

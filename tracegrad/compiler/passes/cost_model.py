@@ -38,7 +38,7 @@ def save_cost(v):
 
 def can_recompute(node):
     """Whether the backward may recompute ``node`` instead of the forward saving its value."""
-    return node.op.kind in RECOMPUTABLE_KINDS and not node.op.random
+    return node.op.kind in RECOMPUTABLE_KINDS and node.op.pure
 
 
 def capacity(v, n_values):

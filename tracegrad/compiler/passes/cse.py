@@ -28,7 +28,7 @@ def cse(graph):
 
     for n in graph.nodes:
         n.inputs = [get(i) for i in n.inputs]
-        key = None if n.op.random else _key(n)
+        key = _key(n) if n.op.pure else None
         if key is not None:
             earlier = table.get(key)
             if earlier is not None:

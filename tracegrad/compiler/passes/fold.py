@@ -39,7 +39,7 @@ def fold(graph):
 
     for n in graph.nodes:
         n.inputs = [get(i) for i in n.inputs]
-        if n.op.random:
+        if not n.op.pure:
             kept.append(n)
             continue
         if not all(i.is_constant for i in n.inputs):

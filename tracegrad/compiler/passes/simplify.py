@@ -44,7 +44,7 @@ def simplify(graph):
 
     for n in graph.nodes:
         n.inputs = [get(i) for i in n.inputs]
-        if n.op.kind == "elementwise" and not n.op.random:
+        if n.op.kind == "elementwise" and n.op.pure:
             _absorb_broadcasts(graph, n)
         rule = _RULES.get(n.op.name)
         replacement = rule(graph, n, uses) if rule is not None else None

@@ -119,7 +119,7 @@ class _Splitter:
         kinds = [self.of(i) for i in n.inputs]
         if all(k[0] != "B" for k in kinds):
             return ("F",)
-        if n.op.random:
+        if not n.op.pure:
             raise _Unsplittable("random op")
         name, kind, B = n.op.name, n.op.kind, self.B
         dims = [k[1] if k[0] == "B" else None for k in kinds]
@@ -261,7 +261,7 @@ class _Splitter:
             if k < 0 or src.shape[k] == 1:
                 shape = tuple(self.H if j == d else s for j, s in enumerate(v.shape))
                 return self._add(self.half, n, [self._full(src)], dict(n.attrs, shape=shape))
-        if n is not None and n.op.kind == "elementwise" and not n.op.random:
+        if n is not None and n.op.kind == "elementwise" and n.op.pure:
             inputs = []
             for i in n.inputs:
                 k = d - (v.ndim - i.ndim)
