@@ -39,7 +39,9 @@ def test_a_program_includes_exactly_the_themes_it_calls():
     x = tg.rand(4, 4) * 0.5
     assert _themes(_source(lambda x: tg.special.erfinv(x).sum(), x)) == ["special"]
     spd = x @ x.T + tg.eye(4)
-    assert _themes(_source(lambda a: tg.linalg.cholesky(a), spd)) == ["lu"]
+    assert _themes(_source(lambda a: tg.linalg.cholesky(a), spd)) == ["lu", "lapack"]
+    assert _themes(_source(lambda a: tg.linalg.eigh(a)[0], spd)) == ["lu", "decompositions", "lapack",
+                                                                     "lapack_decompositions"]
     assert _themes(_source(lambda a: tg.linalg.slogdet(a)[1], spd)) == ["lu", "decompositions",
                                                                           "factorizations"]
 

@@ -474,21 +474,22 @@ def _matrix_loops(n, operands):
     return loops, offsets
 
 
-def _lu_start(lw, n):
+def _lu_start(lw, n, cols=0):
     """What the LU kernels share: (n, LU buffer, permutation buffer, the first input's
     contiguous view, output view, C type) for the first input's n x n matrices, or None when
-    the output is empty (nothing to run)."""
+    the output is empty (nothing to run). The LU buffer (runtime theme lapack: tg_la_solve)
+    holds n x n, then ``cols`` right-hand sides in column-major order."""
     x = n.inputs[0]
     xv, ov = lw.contiguous(x), lw.output_view(n.out)
     if _prod(n.out.shape) == 0:
         return None
     size = x.shape[-1]
-    lu = lw._work(ctype_of(x.dtype), max(size * size, 1), x.dtype.itemsize)
+    lu = lw._work(ctype_of(x.dtype), max(size * (size + cols), 1), x.dtype.itemsize)
     return size, lu, lw._work("int64_t", max(size, 1), 8), xv, ov, ctype_of(x.dtype)
 
 
-def _work_views(lu, perm, size):
-    return View(lu.name, 0, (max(size * size, 1),), (1,)), View(perm.name, 0, (max(size, 1),), (1,))
+def _work_views(lu, perm, size, cols=0):
+    return View(lu.name, 0, (max(size * (size + cols), 1),), (1,)), View(perm.name, 0, (max(size, 1),), (1,))
 
 
 @RULES.kernel(LA.INV)
@@ -496,16 +497,15 @@ def linalg_inv(lw, n):
     """Each matrix's inverse: LU, then a solve against the identity (TG_FAIL_MATRIX when singular:
     the interpreter then raises the error)."""
     x = n.inputs[0]
-    start = _lu_start(lw, n)
+    start = _lu_start(lw, n, cols=x.shape[-1])
     if start is None:
         return
     size, lu, perm, xv, ov, ct = start
     loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], size * size),
                                               (ov, n.out.shape[:-2], size * size)])
-    body = [f"memcpy({lu.name}, {src}, {size * size} * sizeof({ct}));",
-            f"if (!tg_lu_{ct}({size}, {lu.name}, {perm.name})) return TG_FAIL_MATRIX;",
-            f"tg_lu_solve_{ct}({size}, {size}, {lu.name}, {perm.name}, 0, 0, {dst}, {size});"]
-    _raw(lw, _block(_loops(loops, body)), [xv, ov, *_work_views(lu, perm, size)], "linalg_inv")
+    body = [f"if (!tg_la_solve_{ct}({size}, {size}, {src}, 0, {dst}, {lu.name}, {perm.name})) "
+            "return TG_FAIL_MATRIX;"]
+    _raw(lw, _block(_loops(loops, body)), [xv, ov, *_work_views(lu, perm, size, size)], "linalg_inv")
 
 
 @RULES.kernel(DET.DET)
@@ -519,10 +519,8 @@ def linalg_det(lw, n):
     batch = tuple(n.out.shape)
     loops = [(f"b{i}", s) for i, s in enumerate(batch)]
     flat = _idx([(f"b{i}", _prod(batch[i + 1:])) for i in range(len(batch))])
-    body = [f"memcpy({lu.name}, {_ptr(xv)} + ({flat})*{size * size}, {size * size} * sizeof({ct}));",
-            f"{ct} d = ({ct})tg_lu_{ct}({size}, {lu.name}, {perm.name});",
-            f"for (int64_t i = 0; i < {size}; i++) d *= {lu.name}[i * {size + 1}];",
-            f"{_ptr(ov)}[{flat}] = d;"]
+    body = [f"{_ptr(ov)}[{flat}] = tg_la_det_{ct}({size}, {_ptr(xv)} + ({flat})*{size * size}, "
+            f"{lu.name}, {perm.name});"]
     _raw(lw, _block(_loops(loops, body)), [xv, ov, *_work_views(lu, perm, size)], "linalg_det")
 
 
@@ -531,19 +529,18 @@ def linalg_solve(lw, n):
     """``X = A^-1 B`` per matrix pair (batches broadcast): LU of A, then substitution for each
     column of B (TG_FAIL_MATRIX when A is singular)."""
     a, b = n.inputs
-    start = _lu_start(lw, n)
+    cols = n.out.shape[-1]
+    start = _lu_start(lw, n, cols)
     if start is None:
         return
     size, lu, perm, av, ov, ct = start
-    cols = n.out.shape[-1]
     bv = lw.contiguous(b)
     loops, (asrc, bsrc, dst) = _matrix_loops(n, [(av, a.shape[:-2], size * size),
                                                      (bv, b.shape[:-2], size * cols),
                                                      (ov, n.out.shape[:-2], size * cols)])
-    body = [f"memcpy({lu.name}, {asrc}, {size * size} * sizeof({ct}));",
-            f"if (!tg_lu_{ct}({size}, {lu.name}, {perm.name})) return TG_FAIL_MATRIX;",
-            f"tg_lu_solve_{ct}({size}, {cols}, {lu.name}, {perm.name}, {bsrc}, {cols}, {dst}, {cols});"]
-    _raw(lw, _block(_loops(loops, body)), [av, bv, ov, *_work_views(lu, perm, size)], "linalg_solve")
+    body = [f"if (!tg_la_solve_{ct}({size}, {cols}, {asrc}, {bsrc}, {dst}, {lu.name}, {perm.name})) "
+            "return TG_FAIL_MATRIX;"]
+    _raw(lw, _block(_loops(loops, body)), [av, bv, ov, *_work_views(lu, perm, size, cols)], "linalg_solve")
 
 
 @RULES.kernel(LA.CHOLESKY)
@@ -559,7 +556,7 @@ def linalg_cholesky(lw, n):
     size, ct = x.shape[-1], ctype_of(x.dtype)
     loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], size * size),
                                               (ov, n.out.shape[:-2], size * size)])
-    call = f"tg_cholesky_{ct}({size}, {src}, {dst})"
+    call = f"tg_la_cholesky_{ct}({size}, {src}, {dst})"
     body = [f"if ({call}) return TG_FAIL_MATRIX;" if n.attrs.get("check", True) else f"(void){call};"]
     _raw(lw, _block(_loops(loops, body)), [xv, ov], "linalg_cholesky")
 
@@ -574,12 +571,14 @@ def linalg_eigh(lw, n):
     if _prod(n.out.shape) == 0:
         return
     size, ct = x.shape[-1], ctype_of(x.dtype)
-    work = lw._work("double", 2 * size * size, 8)
-    order = lw._work("int64_t", size, 8)
+    # (runtime theme lapack: TG_LA_EIGH_WORK, TG_LA_EIGH_IWORK; the Jacobi fallback needs less)
+    count, icount = 3 * size * size + 7 * size + 1, 5 * size + 3
+    work = lw._work("double", count, 8)
+    order = lw._work("int64_t", icount, 8)
     loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], size * size),
                                               (ov, n.out.shape[:-2], (size + 1) * size)])
-    body = [f"if (!tg_eigh_{ct}({size}, {src}, {dst}, {work.name}, {order.name})) return TG_FAIL_MATRIX;"]
-    views = [xv, ov, View(work.name, 0, (2 * size * size,), (1,)), View(order.name, 0, (size,), (1,))]
+    body = [f"if (!tg_la_eigh_{ct}({size}, {src}, {dst}, {work.name}, {order.name})) return TG_FAIL_MATRIX;"]
+    views = [xv, ov, View(work.name, 0, (count,), (1,)), View(order.name, 0, (icount,), (1,))]
     _raw(lw, _block(_loops(loops, body)), views, "linalg_eigh")
 
 
@@ -593,14 +592,19 @@ def linalg_svd(lw, n):
     if _prod(n.out.shape) == 0:
         return
     rows, cols = x.shape[-2:]
-    k, ct = min(rows, cols), ctype_of(x.dtype)
-    size = (max(rows, cols) + k) * k + k
+    k, big, ct = min(rows, cols), max(rows, cols), ctype_of(x.dtype)
+    # gesdd's workspace for jobz 'S' (LAPACK 3.7's bound, 3k + max(big, 4k^2 + 4k), and older
+    # releases' 4k^2 + 7k, with room for blocking); then the layout of tg_la_svd (runtime theme
+    # lapack), which holds the Jacobi fallback's (big + k) k + k too
+    lwork = 3 * k + max(big, 4 * k * k + 7 * k) + 64 * (big + k)
+    size = rows * cols + k + 2 * big * k + lwork
     work = lw._work("double", size, 8)
-    order = lw._work("int64_t", k, 8)
+    order = lw._work("int64_t", 8 * k, 8)
     loops, (src, dst) = _matrix_loops(n, [(xv, x.shape[:-2], rows * cols),
                                               (ov, n.out.shape[:-2], (rows + 1 + cols) * k)])
-    body = [f"if (!tg_svd_{ct}({rows}, {cols}, {src}, {dst}, {work.name}, {order.name})) return TG_FAIL_MATRIX;"]
-    views = [xv, ov, View(work.name, 0, (size,), (1,)), View(order.name, 0, (k,), (1,))]
+    body = [f"if (!tg_la_svd_{ct}({rows}, {cols}, {src}, {dst}, {work.name}, {lwork}, {order.name})) "
+            "return TG_FAIL_MATRIX;"]
+    views = [xv, ov, View(work.name, 0, (size,), (1,)), View(order.name, 0, (8 * k,), (1,))]
     _raw(lw, _block(_loops(loops, body)), views, "linalg_svd")
 
 

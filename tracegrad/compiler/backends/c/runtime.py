@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .toolchain import MVEC_FUNCTIONS
+from .toolchain import LAPACK_FUNCTIONS, MVEC_FUNCTIONS
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,9 @@ THEMES = (
     Theme("decompositions", ("tg_eigh_", "tg_svd_", "tg_qr_", "tg_pinv_", "tg_jacobi_")),
     Theme("factorizations", ("tg_lu_factor_", "tg_lu_permutation", "tg_slogdet_", "tg_cofactor_",
                              "tg_ldl_"), needs=("lu", "decompositions")),
+    # (the hand-written kernels stay as the fallback: exported libraries, blas=False, small n)
+    Theme("lapack", ("tg_la_solve_", "tg_la_det_", "tg_la_cholesky_", "tg_set_lapack"), needs=("lu",)),
+    Theme("lapack_decompositions", ("tg_la_eigh_", "tg_la_svd_"), needs=("lapack", "decompositions")),
     Theme("sort", ("tg_argsort_",)),
     Theme("random", ("tg_uniform",)),
     Theme("fast_exp", ("tg_exp_core", "tg_expf", "tg_tanhf")),
@@ -98,4 +101,4 @@ def context(plans):
     """What runtime.h.j2 needs to render for the kernels of ``plans``."""
     kernels = [k for plan in plans for k in plan.kernels]
     return {"runtime_themes": [f"runtime/{name}.h.j2" for name in themes_for(kernels)],
-            "mvec_functions": libm_vector_functions(kernels)}
+            "mvec_functions": libm_vector_functions(kernels), "lapack_functions": LAPACK_FUNCTIONS}

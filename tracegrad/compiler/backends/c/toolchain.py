@@ -230,9 +230,15 @@ class Blas(NamedTuple):
     get_threads: int | None = None
     somatcopy: int | None = None
     domatcopy: int | None = None
+    lapack: tuple = ()  # addresses (or None) of LAPACK_FUNCTIONS, in that order
 
 
 NO_BLAS = Blas(None, None, 1, None)  # what a program is told without one: its plain C loops
+
+# The LAPACK functions programs call (runtime theme lapack.h.j2, which numbers them in this
+# order): LU and Cholesky in the kernels' own dtype, eigh and SVD in double (as the kernels
+# compute them for both dtypes).
+LAPACK_FUNCTIONS = ("sgetrf", "dgetrf", "sgetrs", "dgetrs", "spotrf", "dpotrf", "dsyevd", "dgesdd")
 
 
 @contextlib.contextmanager
@@ -322,5 +328,8 @@ def blas():
                     set_threads=_address(lib, f"{prefix}openblas_set_num_threads{suffix}"),
                     get_threads=_address(lib, f"{prefix}openblas_get_num_threads{suffix}"),
                     somatcopy=_address(lib, f"{prefix}cblas_somatcopy{suffix}"),
-                    domatcopy=_address(lib, f"{prefix}cblas_domatcopy{suffix}"))
+                    domatcopy=_address(lib, f"{prefix}cblas_domatcopy{suffix}"),
+                    # (LP64 only: the theme passes Fortran integers as C ints)
+                    lapack=() if ilp64 else tuple(_address(lib, f"{prefix}{name}_")
+                                                  for name in LAPACK_FUNCTIONS))
     return None
