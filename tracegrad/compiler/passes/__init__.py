@@ -4,6 +4,8 @@
 - ``fold``: constant folding with the ops' NumPy implementations (fold.py);
 - ``cse``: common-subexpression elimination (cse.py);
 - ``dce``: dead-code elimination (dce.py);
+- ``bucket_collectives``: independent all-reduces merged into a few flat buffers
+  (bucket_collectives.py), once, after the others;
 - ``mincut.choose_saved``: the forward/backward partition (mincut.py, cost_model.py).
 
 ``optimize`` runs the first four until nothing changes; with ``verify=True`` (or the
@@ -13,6 +15,7 @@ every pass and names the pass that broke the graph.
 import os
 
 from ..ir.graph import IRError
+from .bucket_collectives import bucket_collectives
 from .cse import cse
 from .dce import dce
 from .fold import fold
@@ -45,6 +48,7 @@ def optimize(graph, verify=None):
             run_pass(p, graph, verify)
         if graph.signature() == before:
             break
+    run_pass(bucket_collectives, graph, verify)
     return graph
 
 
