@@ -1,8 +1,9 @@
 """tracegrad ``backend="c"`` against its peers on the workloads of ../shared/BENCHMARKS.md (and
-``cnn``, a small convolutional net of our own: workloads.make_cnn), side by side in one process, with ratios (the machines are shared and noisy: ratios measured
+``cnn``, a small convolutional net of our own: workloads.make_cnn; ``transformer``, one block's
+training step of issue 26: workloads.make_transformer, run only when named), side by side in one process, with ratios (the machines are shared and noisy: ratios measured
 together mean more than absolute times).
 
-    python benchmarks/bench_workloads.py [--workloads tiny,custom,chain,medium,cnn,compile,overhead]
+    python benchmarks/bench_workloads.py [--workloads tiny,custom,chain,medium,cnn,transformer,compile,overhead]
                                          [--steps 50] [--rounds 5] [--no-torch-compile]
 
 Timing: the contenders of a workload take turns, ``--rounds`` rounds of ``--steps`` steps each
@@ -85,6 +86,20 @@ def torch_step(name, compiled=False):
         def step():
             loss = (F.gelu(x * a + b, approximate="tanh") * torch.sigmoid(x)).sum()
             return torch.autograd.grad(loss, [x, a, b])
+    elif name == "transformer":
+        import workloads
+
+        torch.manual_seed(0)
+        model = workloads.transformer_block(torch)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        xd, yd = (torch.from_numpy(a) for a in workloads.transformer_data())
+
+        def step():
+            opt.zero_grad()
+            loss = F.mse_loss(model(xd), yd)
+            loss.backward()
+            opt.step()
+            return loss
     else:
         batch, sample = {"tiny": (32, (64,)), "custom": (32, (64,)), "medium": (256, (784,)),
                          "cnn": (64, (1, 28, 28))}[name]
@@ -232,7 +247,7 @@ def main(argv=None):
             rows.append(("compile (tiny first call)", f"cold {cold['first_call']*1e3:.0f} ms", f"warm {warm['first_call']*1e3:.0f} ms", "", "", ""))
             print(rows[-1], flush=True)
             continue
-        steps = args.steps if name not in ("chain", "medium", "cnn") else max(4, args.steps // 10)
+        steps = args.steps if name not in ("chain", "medium", "cnn", "transformer") else max(4, args.steps // 10)
         contenders = {"tg": tg_step(name)[0]}
         if jax is not None:
             import jax_workloads

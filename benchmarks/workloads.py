@@ -127,5 +127,61 @@ def make_cnn(backend="c", batch=64):
     return step, (x.reshape(batch, 1, 28, 28), y)
 
 
+def transformer_block(lib, n_embd=128, n_head=4, block_size=64):
+    """A pre-norm GPT block (causal self-attention and a 4x GELU MLP) over ``lib``: tracegrad
+    or torch, one definition for both so that the peers run the same model."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(n_embd), nn.LayerNorm(n_embd)
+            self.qkv, self.proj = nn.Linear(n_embd, 3 * n_embd), nn.Linear(n_embd, n_embd)
+            self.fc, self.out = nn.Linear(n_embd, 4 * n_embd), nn.Linear(4 * n_embd, n_embd)
+            self.mask = lib.tril(lib.ones(block_size, block_size)) == 0
+
+        def attention(self, x):
+            b, t, c = x.shape
+            q, k, v = self.qkv(x).split(c, dim=2)
+            q, k, v = (z.view(b, t, n_head, c // n_head).transpose(1, 2) for z in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) * (1.0 / (c // n_head) ** 0.5)
+            att = F.softmax(att.masked_fill(self.mask[:t, :t], float("-inf")), dim=-1)
+            return self.proj((att @ v).transpose(1, 2).contiguous().view(b, t, c))
+
+        def forward(self, x):
+            x = x + self.attention(self.ln1(x))
+            return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+    return Block()
+
+
+def transformer_data(batch=16, block_size=64, n_embd=128, seed=0):
+    """(input, target) as NumPy arrays: the block regresses a random (B, T, C) target."""
+    rng = np.random.default_rng(seed)
+    shape = (batch, block_size, n_embd)
+    return (rng.standard_normal(shape).astype(np.float32),
+            rng.standard_normal(shape).astype(np.float32))
+
+
+def make_transformer(backend="c", batch=16, options=None):
+    """Not one of ../shared/BENCHMARKS.md's: one training step of a transformer block (issue 26:
+    n_embd 128, 4 heads, T 64, batch 16; mean squared error to a random target; AdamW lr 1e-3).
+    The Linears read (16, 64, C) inputs and attention multiplies per batch and head."""
+    tg.manual_seed(0)
+    model = transformer_block(tg)
+    opt = tg.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = tg.compile(step, backend=backend, options=options) if backend else step
+    step.params = list(model.parameters())
+    return step, tuple(tg.from_numpy(a) for a in transformer_data(batch))
+
+
 WORKLOADS = {"tiny": make_tiny, "medium": make_medium, "chain": make_chain, "custom": make_custom,
-             "cnn": make_cnn}
+             "cnn": make_cnn, "transformer": make_transformer}

@@ -38,7 +38,16 @@ def _mT(x):
 def _matmul_vjp(ctx, g):
     a, b = ctx.input(0), ctx.input(1)
     ga = MATMUL(g, _mT(b)) if ctx.needs_input_grad[0] else None
-    gb = MATMUL(_mT(a), g) if ctx.needs_input_grad[1] else None
+    gb = None
+    if ctx.needs_input_grad[1]:
+        k, n = b.shape[-2:]
+        if a.ndim > 2 and all(s == 1 for s in b.shape[:-2]) and int(np.prod(a.shape[:-2])) > 1:
+            # a matrix shared by every item of a batch (a Linear's weight on (B, T, C) inputs):
+            # its gradient, the sum over the batch of A_i^T G_i, is one product over all rows,
+            # X^T(B*T x K) @ G(B*T x N), instead of B products and a sum
+            gb = MATMUL(_mT(a.reshape(-1, k)), g.reshape(-1, n)).reshape(b.shape)
+        else:
+            gb = MATMUL(_mT(a), g)
     return ga, gb
 
 

@@ -58,6 +58,19 @@ def _idx(terms):
 
 
 # ----------------------------------------------------------------------------- matmul
+def _merged_row_stride(view, nbatch):
+    """The one stride that walks the rows of every item of ``view`` (batch dims, then rows,
+    then columns) in order, so that the batch and row dims read as one dim of rows; None when
+    the layout has no such stride. Dims of extent 1 do not count."""
+    dims = [(e, st) for e, st in zip(view.shape[:nbatch + 1], view.strides[:nbatch + 1]) if e != 1]
+    if not dims:
+        return view.strides[nbatch]
+    for (_, outer), (extent, inner) in zip(dims, dims[1:]):
+        if outer != extent * inner:
+            return None
+    return dims[-1][1]
+
+
 @RULES.kernel(LA.MATMUL)
 def matmul(lw, n):
     a, b = n.inputs
@@ -82,6 +95,21 @@ def matmul(lw, n):
         M, N = N, M
     else:
         ov = lw.output_view(out)
+        if batch and not any(bv.strides[:-2]) and _prod(batch) > 1:
+            # one matrix B for every item (x @ W.T on a (B, T, C) input, a Linear's input
+            # gradient): the items' rows are the rows of one product, one GEMM of B*T rows
+            # instead of B small calls, when A walks them with one stride (after one copy for
+            # small products, where the calls' overhead outweighs it)
+            rs = _merged_row_stride(av, len(batch))
+            if rs is None and M * N * K < BLAS_SERIAL_WORK and _prod(a.shape[:-2]) == _prod(batch):
+                av = lw.contiguous(a).broadcast_to(batch + (M, K))
+                rs = _merged_row_stride(av, len(batch))
+            if rs is not None:
+                rows = _prod(batch) * M
+                av = View(av.buf, av.offset, (rows, K), (rs, av.strides[-1]))
+                bv = View(bv.buf, bv.offset, (K, N), bv.strides[-2:])
+                ov = View(ov.buf, ov.offset, (rows, N), (N, 1))
+                M, batch = rows, ()
     ct = ctype_of(out.dtype)
     bvars = [(f"b{d}", e) for d, e in enumerate(batch)]
     a_off = " + ".join([str(av.offset)] + [f"{v}*{s}" for (v, _), s in zip(bvars, av.strides[:-2]) if s])
@@ -105,10 +133,20 @@ def matmul(lw, n):
     # products small enough for one BLAS thread each (a convolution's, one per sample) run
     # side by side on OpenMP's threads; larger ones use BLAS's own
     batches = _prod(batch)
-    parallel = lw.parallel_for(batches * M * N * K, batches) if M * N * K < BLAS_SERIAL_WORK else None
+    small = M * N * K < BLAS_SERIAL_WORK
+    parallel = lw.parallel_for(batches * M * N * K, batches) if small else None
     if parallel and len(bvars) > 1:
         parallel += f" collapse({len(bvars)})"
-    _raw(lw, _block(_loops(bvars, body, parallel=parallel)), [av, bv, ov], "matmul")
+    lines = _loops(bvars, body, parallel=parallel)
+    if small and batches > 1 and ct in ("float", "double"):
+        # a batch of small products (attention's, per batch item and head): BLAS goes to one
+        # thread once around the whole loop, for every thread when OpenMP shares the items out,
+        # instead of a switch of its thread count before and after each product
+        scope = "_all" if parallel else ""
+        lines = ([f"    const int tg_prev = tg_blas_one_thread{scope}();"]
+                 + [ln.replace(f"tg_gemm_{ct}(", f"tg_gemm_{ct}_serial(") for ln in lines]
+                 + [f"    tg_blas_threads_restore{scope}(tg_prev);"])
+    _raw(lw, _block(lines), [av, bv, ov], "matmul")
 
 
 # ----------------------------------------------------------------------------- argmax / argmin

@@ -46,9 +46,13 @@ BLAS_SERIAL_WORK = 1 << 21
 
 def matmul_work(node):
     """(how many products, multiply-adds of each) of a matmul node: its batch of
-    ``(m x k) @ (k x n)`` products, each one call of a BLAS gemm."""
+    ``(m x k) @ (k x n)`` products, each one call of a BLAS gemm; one product of all the rows
+    when the right operand is one matrix for the whole batch (kernels.matmul merges them)."""
     (m, k), cols = node.inputs[0].shape[-2:], node.inputs[1].shape[-1]
-    return int(np.prod(node.out.shape[:-2], dtype=np.int64)), m * k * cols
+    count = int(np.prod(node.out.shape[:-2], dtype=np.int64))
+    if count > 1 and int(np.prod(node.inputs[1].shape[:-2], dtype=np.int64)) == 1:
+        return 1, count * m * k * cols
+    return count, m * k * cols
 
 
 __all__ = ["Unsupported", "lower"]  # (Unsupported: defined with the rules, raised from here)
