@@ -213,10 +213,11 @@ def test_ddp_eager_equals_single_process_training(tmp_path, n):
         assert r["state_keys"] == ["module.0.bias"]
 
 
-@pytest.mark.parametrize("backend", ["interpreter", "c"])
-def test_ddp_compiled_step_captures_the_all_reduce(tmp_path, backend):
+@pytest.mark.parametrize("backend,optimizer", [("interpreter", "Adam, lr=0.01"), ("c", "Adam, lr=0.01"),
+                                               ("c", "SGD, lr=0.05, momentum=0.9")])
+def test_ddp_compiled_step_captures_the_all_reduce(tmp_path, backend, optimizer):
     results, _ = run_ranks(tmp_path, [DDP_SETUP, f"""
-        ddp, opt, ref, ropt = pair(tg.optim.Adam, lr=0.01)
+        ddp, opt, ref, ropt = pair(tg.optim.{optimizer})
 
         @tg.compile(backend="{backend}")
         def step(x, y):
