@@ -185,10 +185,10 @@ def test_python_reads_of_constants_made_in_the_function_need_no_break():
         tg.compile(lambda x: x * (x.sum() + tg.tensor(1.0)).item(), backend="c", fullgraph=True)(tg.ones(2))
 
 
-def test_outputs_whose_backward_was_freed_inside_run_eagerly():
+def test_outputs_whose_backward_was_freed_inside_compile_and_raise_at_backward():
     """An output that requires grad through values an inner ``autograd.grad`` freed: eager
-    mode raises only if its backward runs, so the compiled function runs eagerly (warning)
-    instead of failing at the call; ``fullgraph=True`` names the reason."""
+    mode raises only if its backward runs, so the compiled function compiles (no graph break,
+    fullgraph=True too), and that output's backward raises as eagerly."""
     w = tg.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
 
     def f(x):
@@ -196,9 +196,12 @@ def test_outputs_whose_backward_was_freed_inside_run_eagerly():
         return y.sum(dim=1), tg.autograd.grad(y.sum(), [w])[0]
 
     x = tg.tensor([[1.0, 2.0], [-0.5, 0.3]])
-    with pytest.warns(RuntimeWarning, match="freed"):
-        got = tg.compile(f, backend="c")(x)
-    assert_tree_close(to_np(got), to_np(f(x)), "results")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = tg.compile(f, backend="c", fullgraph=True)(x)
+    want = f(x)
+    assert_tree_close(to_np(got), to_np(want), "results")
     assert got[0].requires_grad
-    with pytest.raises(tg.compiler.CompileError, match="freed"):
-        tg.compile(f, fullgraph=True)(x)
+    for out in (want[0], got[0]):
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            out.sum().backward()

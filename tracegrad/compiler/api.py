@@ -113,6 +113,7 @@ def capture_graphs(fn, args, kwargs, options=None, name=None, extra_guards=(), k
         trace_text = None
     n_user = len(joint.outputs)
     grad_inputs, positions = [], []
+    _set_aside_freed_outputs(cap)
     if cap.diff_outputs:
         with trace.tracing(cap.tracer):
             try:
@@ -151,6 +152,31 @@ def capture_graphs(fn, args, kwargs, options=None, name=None, extra_guards=(), k
     c = CapturedGraphs(cap, graph, forward, backward, positions, choice, annotation_bytes)
     c.trace_text = trace_text
     return c
+
+
+def _set_aside_freed_outputs(cap):
+    """Outputs whose autograd graph a backward() inside the function already freed (an RNN's
+    returned hidden state, say) get no compiled backward: as eagerly, their .backward() raises
+    (program._FreedNode). The other outputs are differentiated as usual."""
+    def reaches_freed(t):
+        seen, stack = set(), [t.grad_fn]
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            if node._released:
+                return True
+            stack.extend(fn for fn, _ in node.next_functions)
+        return False
+
+    keep = []
+    for k, t in cap.diff_outputs:
+        if reaches_freed(t):
+            cap.freed_outputs.append(k)
+        else:
+            keep.append((k, t))
+    cap.diff_outputs = keep
 
 
 def capture_program(fn, args, kwargs, backend, options=None, name=None, extra_guards=()):
