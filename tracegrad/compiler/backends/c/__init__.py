@@ -42,8 +42,9 @@ from .lower import BLAS_SERIAL_WORK, matmul_work
 from .rules import RULES, Unsupported  # (api.py catches Unsupported)
 from .toolchain import MVEC_BINARY, CompileFailed, NoCompiler
 
-CODEGEN_VERSION = 5  # 2: tg_set_blas takes OpenBLAS's thread-count setter/getter; 3: and ?omatcopy;
-# 4: the runtime split by theme (runtime.py); 5: factorizations through LAPACK (theme lapack)
+CODEGEN_VERSION = 6  # 2: tg_set_blas takes OpenBLAS's thread-count setter/getter; 3: and ?omatcopy;
+# 4: the runtime split by theme (runtime.py); 5: factorizations through LAPACK (theme lapack);
+# 6: identical kernels as one function (shared.py)
 _ffi = None
 _warned_no_compiler = False
 
@@ -60,7 +61,7 @@ def _templates_dir():
 
 
 _SOURCES = ("__init__.py", "lower.py", "kernels.py", "factor_kernels.py", "views.py", "memory.py",
-            "batch_split.py", "half.py", "text.py", "runtime.py", "rules.py", "../rules.py")
+            "batch_split.py", "half.py", "text.py", "runtime.py", "shared.py", "rules.py", "../rules.py")
 
 
 def _codegen_fingerprint():
@@ -169,6 +170,7 @@ def render_template(template, plans, **context):
     import jinja2
 
     from . import runtime
+    from .shared import SharedKernels
     from .text import comment_text
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_templates_dir())),
@@ -178,7 +180,10 @@ def render_template(template, plans, **context):
                         blas_serial_work=BLAS_SERIAL_WORK, **runtime.context(plans)), **context)
     if "name" in context:
         context["name"] = comment_text(context["name"])
-    return env.get_template(template).render(**context)
+    # identical kernels: one function each (shared.py); not in a dynamic program, whose
+    # batch-dependent literals symbolic.py rewrites in tg_run_dyn's own scope
+    share = SharedKernels(prefix=context["export"] or "tg", enabled=not context["dynamic"])
+    return share.finish(env.get_template(template).render(share=share, **context))
 
 
 def cache_key(graph, options, flag_list, cc_version):

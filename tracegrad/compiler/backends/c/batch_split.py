@@ -83,10 +83,19 @@ class Split(NamedTuple):
 def split_batch(graph):
     """A Split of ``graph`` over its batch, or None when its rows are not provably independent
     (see the module docstring)."""
+    import sys
+
+    # the splitter recurses along the graph's chains of values (a few frames a node): a
+    # 128-layer MLP's step passed Python's default limit. Raised for the call, and a graph
+    # deeper still is left unsplit rather than failing to compile.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 1000 + 8 * len(graph.nodes)))
     try:
         return _Splitter(graph).run()
-    except _Unsplittable:
+    except (_Unsplittable, RecursionError):
         return None
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def _batch_size(graph):
