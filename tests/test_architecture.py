@@ -51,6 +51,12 @@ def test_the_top_level_is_small_and_modules_are_named_for_what_they_hold():
     assert not named_by_time
 
 
+def test_no_star_imports_in_the_package():
+    """Every name is imported by name, so that editors and type checkers see where it comes from."""
+    star = [str(p.relative_to(ROOT)) for p in (ROOT / "tracegrad").rglob("*.py") if "import *" in p.read_text()]
+    assert not star
+
+
 def test_import_graph_is_measured():
     """The numbers are reported (python tests/import_graph.py lists the back-up imports); the
     bounds are the issue's goal, kept here as the current ceiling so that they only go down."""

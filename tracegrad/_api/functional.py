@@ -28,6 +28,23 @@ from ..core.tensor import Tensor
 from ..core import views  # (imports this module back: names are looked up at call time)
 from .numpy_names import accept_numpy_names
 
+# the functions of the tg.* namespace (tracegrad/__init__.py imports them by name)
+__all__ = ['add', 'sub', 'mul', 'div', 'true_divide', 'divide', 'pow', 'neg', 'maximum', 'minimum', 'eq',
+           'ne', 'lt', 'le', 'gt', 'ge', 'greater', 'less', 'greater_equal', 'less_equal', 'not_equal',
+           'logical_and', 'logical_or', 'logical_not', 'bitwise_and', 'bitwise_or', 'bitwise_xor',
+           'bitwise_left_shift', 'bitwise_right_shift', 'bitwise_not', 'where', 'clamp', 'clip', 'exp', 'log',
+           'log1p', 'expm1', 'sqrt', 'rsqrt', 'sin', 'cos', 'tan', 'tanh', 'sigmoid', 'relu', 'erf', 'floor',
+           'abs', 'sign', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'ceil',
+           'trunc', 'erfc', 'arcsin', 'arccos', 'arctan', 'arcsinh', 'arccosh', 'arctanh', 'fix', 'round',
+           'atan2', 'arctan2', 'hypot', 'fmod', 'remainder', 'square', 'reciprocal', 'log2', 'log10', 'sum',
+           'cumsum', 'cumprod', 'cummax', 'cummin', 'logcumsumexp', 'mean', 'var', 'std', 'prod', 'amax',
+           'amin', 'argmax', 'argmin', 'max', 'min', 'logsumexp', 'reshape', 'view', 'flatten', 'unflatten',
+           'unsqueeze', 'squeeze', 'permute', 'transpose', 'swapaxes', 't', 'expand', 'expand_as',
+           'broadcast_to', 'contiguous', 'clone', 'flip', 'narrow', 'cat', 'concat', 'concatenate', 'stack',
+           'split', 'chunk', 'unbind', 'matmul', 'mm', 'bmm', 'mv', 'dot', 'outer', 'argsort', 'argwhere',
+           'gather', 'index_add', 'index_select', 'nonzero', 'scatter_add', 'sort', 'topk', 'scatter',
+           'scatter_reduce', 'allclose']
+
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
 
@@ -884,9 +901,9 @@ def outer(a, b):
 
 
 # ----------------------------------------------------------------------------- ordering, gather/scatter
-from ..ops.index import (argsort, argwhere, gather, index_add, index_select, nonzero,  # noqa: E402,F401
+from ..ops.index import (argsort, argwhere, gather, index_add, index_select, nonzero,  # noqa: E402
                          scatter_add, sort, topk)
-from ..ops.scatter import scatter, scatter_reduce  # noqa: E402,F401
+from ..ops.scatter import scatter, scatter_reduce  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- comparisons to Python values

@@ -40,7 +40,12 @@ from .transformed import Gumbel, HalfCauchy, HalfNormal, LogNormal, Pareto, Tran
 from .transformed_families import InverseGamma, Kumaraswamy, LogisticNormal
 from .von_mises import VonMises
 from .wishart import Wishart
-from .transforms import *  # (the transforms at the top level too, as PyTorch's)
+# (the transforms at the top level too, as PyTorch's)
+from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTransform, CorrCholeskyTransform,
+                         CumulativeDistributionTransform, ExpTransform, IndependentTransform,
+                         LowerCholeskyTransform, PositiveDefiniteTransform, PowerTransform, ReshapeTransform,
+                         SigmoidTransform, SoftplusTransform, TanhTransform, SoftmaxTransform, StackTransform,
+                         StickBreakingTransform, Transform, identity_transform)
 from .transforms import __all__ as _transforms_all
 from . import kl, kl_cross, kl_same_kind as kl_more  # (register their pairs)
 

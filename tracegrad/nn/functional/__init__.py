@@ -80,7 +80,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 
 @named_backward("SoftplusBackward0")
-def softplus(input, beta=1.0, threshold=20.0):
+def softplus(input, beta=1.0, threshold=20.0):  # noqa: F811  (PyTorch's parameter name; F.threshold is imported below)
     scaled = T.mul(input, beta) if beta != 1 else input
     # log(1 + e^x) = max(x, 0) + log1p(e^-|x|), linear above the threshold like PyTorch
     soft = T.add(T.relu(scaled), T.log1p(T.exp(T.neg(T.abs(scaled)))))
@@ -979,52 +979,67 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return T.squeeze(out, 0) if input.ndim == 2 else out
 
 
-from .activations_and_resampling import *
+from .activations_and_resampling import (relu6, selu, celu, hardswish, hardsigmoid, softmin, tanhshrink,
+                                         softshrink, hardshrink, threshold, prelu, kl_div,
+                                         adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d,
+                                         interpolate, upsample, upsample_nearest, upsample_bilinear,
+                                         pixel_shuffle, pixel_unshuffle, dropout2d, dropout3d)
 from .activations_and_resampling import __all__ as _more
 
 __all__ += _more
 
-from .losses import *
+from .losses import (margin_ranking_loss, hinge_embedding_loss, soft_margin_loss, cosine_embedding_loss,
+                     pairwise_distance, triplet_margin_loss, gaussian_nll_loss, poisson_nll_loss,
+                     multilabel_soft_margin_loss, instance_norm, multi_margin_loss, multilabel_margin_loss,
+                     triplet_margin_with_distance_loss)
 from .losses import __all__ as _losses
 
 __all__ += _losses
 
-from .pooling import *
+from .pooling import (adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d,
+                      adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices,
+                      adaptive_max_pool3d_with_indices, max_pool1d_with_indices, max_pool2d_with_indices,
+                      lp_pool1d, lp_pool2d, max_unpool1d, max_unpool2d, conv_transpose1d, conv3d, max_pool3d,
+                      avg_pool3d, max_unpool3d, max_pool3d_with_indices, lp_pool3d)
 from .pooling import __all__ as _pool
 
 __all__ += _pool
 
-from .grid import *
+from .grid import (affine_grid, grid_sample)
 from .grid import __all__ as _grid
 
 __all__ += _grid
 
-from .norms_and_dropouts import *
+from .norms_and_dropouts import (rms_norm, local_response_norm, bilinear, channel_shuffle,
+                                 native_channel_shuffle, pdist, embedding_bag, dropout1d, alpha_dropout,
+                                 feature_alpha_dropout, gumbel_softmax, rrelu, relu_, elu_, leaky_relu_,
+                                 hardtanh_, selu_, celu_, threshold_, rrelu_)
 from .norms_and_dropouts import __all__ as _extra
 
 __all__ += _extra
 
-from .ctc import *
+from .ctc import (ctc_loss)
 from .ctc import __all__ as _ctc
 
 __all__ += _ctc
 
-from .conv_transpose import *
+from .conv_transpose import (conv_transpose3d)
 from .conv_transpose import __all__ as _conv_transpose
 
 __all__ += _conv_transpose
 
-from .attention import *
+from .attention import (multi_head_attention_forward)
 from .attention import __all__ as _mha
 
 __all__ += _mha
 
-from .fractional_pooling import *
+from .fractional_pooling import (fractional_max_pool2d, fractional_max_pool3d,
+                                 fractional_max_pool2d_with_indices, fractional_max_pool3d_with_indices)
 from .fractional_pooling import __all__ as _fractional
 
 __all__ += _fractional
 
-from .conv_tbc import *
+from .conv_tbc import (conv_tbc)
 from .conv_tbc import __all__ as _conv_tbc
 
 __all__ += _conv_tbc
