@@ -5,9 +5,8 @@ TRACEGRAD_CACHE_DIR) and warm (the same directory again), each in a new process.
     python benchmarks/bench_compile.py --depths 2 8 32 128 --repeats 2
 
 Prints, per depth: IR nodes of the step's graph, cold and warm first call (seconds, the best
-of ``repeats``), and the cold time per layer between consecutive depths. ``--phases`` also
-prints where one cold call's time went (TRACEGRAD_LOG-independent: wall clock around the
-C compiler runs, from the toolchain, and the rest).
+of ``repeats``), the C compiler's share of the cold call (wall clock around
+``toolchain.compile_shared``), and the cold time per layer between consecutive depths.
 """
 from __future__ import annotations
 
@@ -56,11 +55,7 @@ f = tg.compile(step, backend="c")
 s = time.perf_counter()
 f(x, y)
 first = time.perf_counter() - s
-nodes = None
-try:
-    nodes = sum(len(p.graph.nodes) for p in f._programs()) if hasattr(f, "_programs") else None
-except Exception:
-    pass
+nodes = sum(len(p.graph.nodes) for p in f.programs)  # (IR nodes of the step's graph)
 print(json.dumps({"first": first, "cc": cc["time"], "cc_runs": cc["runs"], "import": t_import,
                   "nodes": nodes}))
 """
@@ -73,34 +68,6 @@ def run(depth, width, batch, cache_dir):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def ir_nodes(depth, width, batch):
-    """Nodes of the traced step's joint graph (counted once, in this process)."""
-    import numpy as np
-
-    import tracegrad as tg
-    import tracegrad.nn.functional as F
-
-    layers = []
-    for _ in range(depth):
-        layers += [tg.nn.Linear(width, width), tg.nn.ReLU()]
-    model = tg.nn.Sequential(*layers)
-    opt = tg.optim.SGD(model.parameters(), lr=0.01)
-    x = tg.from_numpy(np.zeros((batch, width), np.float32))
-    y = tg.from_numpy(np.zeros(batch, np.int64))
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    try:
-        return len(tg.compiler.ir_graph(step, x, y).nodes)  # (if the API offers it)
-    except Exception:
-        return None
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--depths", type=int, nargs="+", default=[2, 8, 32, 128])
@@ -109,7 +76,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=1)
     args = ap.parse_args()
     rows = []
-    print(f"{'depth':>5} {'cold s':>8} {'cc s':>7} {'cc runs':>7} {'warm s':>7}")
+    print(f"{'depth':>5} {'IR nodes':>8} {'cold s':>8} {'cc s':>7} {'cc runs':>7} {'warm s':>7}")
     for depth in args.depths:
         colds, warms = [], []
         for _ in range(args.repeats):
@@ -119,7 +86,7 @@ def main():
         cold = min(colds, key=lambda r: r["first"])
         warm = min(w["first"] for w in warms)
         rows.append((depth, cold["first"], warm))
-        print(f"{depth:>5} {cold['first']:>8.3f} {cold['cc']:>7.3f} {cold['cc_runs']:>7} {warm:>7.3f}",
+        print(f"{depth:>5} {cold['nodes']:>8} {cold['first']:>8.3f} {cold['cc']:>7.3f} {cold['cc_runs']:>7} {warm:>7.3f}",
               flush=True)
     for (d0, c0, _), (d1, c1, _) in zip(rows, rows[1:]):
         print(f"cold time per layer {d0} -> {d1}: {(c1 - c0) / (d1 - d0) * 1000:.1f} ms")
