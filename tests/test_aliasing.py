@@ -424,3 +424,15 @@ def test_differential_parameter_and_argument(ops, calls):
             got, _ = run(cf, mode, k, gc)
             _close(got, want)
             _close(gc, ge)
+
+
+def test_returned_views_with_dynamic_batch_sizes():
+    """dynamic=True: a result that is a view of an argument is its view at every batch size
+    (such a program stays one program per shape: its view functions hold the traced sizes)."""
+    f = tg.compile(lambda x: x.reshape(-1), dynamic=True)
+    for B in (8, 16, 3, 40):
+        x = tg.randn(B, 5)
+        out = f(x)
+        assert out.shape == (B * 5,) and out._base is x
+        out[0] = 7.0
+        assert x[0, 0].item() == 7.0

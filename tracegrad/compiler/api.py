@@ -158,6 +158,15 @@ def _set_aside_freed_outputs(cap):
     """Outputs whose autograd graph a backward() inside the function already freed (an RNN's
     returned hidden state, say) get no compiled backward: as eagerly, their .backward() raises
     (program._FreedNode). The other outputs are differentiated as usual."""
+    from ..autograd.graph import AccumulateGrad, OpNode
+
+    def freed(node):
+        # released and holding saved values (what a second backward would read): a leaf's
+        # accumulator or an op that saves nothing runs again eagerly too
+        if not node._released or isinstance(node, AccumulateGrad):
+            return False
+        return bool(node.saved) if isinstance(node, OpNode) else True
+
     def reaches_freed(t):
         seen, stack = set(), [t.grad_fn]
         while stack:
@@ -165,7 +174,7 @@ def _set_aside_freed_outputs(cap):
             if node is None or id(node) in seen:
                 continue
             seen.add(id(node))
-            if node._released:
+            if freed(node):
                 return True
             stack.extend(fn for fn, _ in node.next_functions)
         return False
@@ -419,8 +428,10 @@ class CompiledFunction:
         return _aliasing.EagerFallback(af.capture, self.fn, pytree.flatten((args, kwargs))[1], af.reason)
 
     def _dynamic_wrap(self, prog, flat, spec):
-        """With dynamic=True, one DynamicProgram (leading sizes free) stands for ``prog``."""
-        if not self.dynamic or isinstance(prog, _aliasing.EagerFallback):
+        """With dynamic=True, one DynamicProgram (leading sizes free) stands for ``prog``. A
+        program returning views of its inputs stays one program per shape: the view functions
+        it applies to the inputs after the call hold the traced sizes."""
+        if not self.dynamic or isinstance(prog, _aliasing.EagerFallback) or prog.capture.view_outputs:
             return prog
         from .dynamic import DynamicProgram, trace_listing
 
