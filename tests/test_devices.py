@@ -35,7 +35,7 @@ def _default_then_zeros(m, dev):
     try:
         return m.zeros(2)
     finally:
-        m.set_default_device("cpu")
+        m.set_default_device(None)  # (None, not "cpu": torch keeps a device mode installed for "cpu")
 
 
 @pytest.mark.parametrize("request_gpu", GPU_REQUESTS)
@@ -69,6 +69,7 @@ def test_cpu_boilerplate_runs_unchanged():
         assert m.get_default_device() == m.device("cpu")
         m.set_default_device("cpu")
         assert m.zeros_like(x, device=x.device).device == device
+        m.set_default_device(None)  # (torch keeps a device mode installed until this)
 
 
 @pytest.mark.parametrize("spec", ["cpu", "cuda", "cuda:1", "mps", "meta"])
