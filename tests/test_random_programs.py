@@ -124,4 +124,6 @@ def test_random_programs_with_a_runtime_batch_size_agree(prog):
         for e, c in zip(eager, native):
             assert e.shape == c.shape
             np.testing.assert_allclose(c, e, rtol=1e-10, atol=1e-12)
-    assert len(f.programs) == 1
+    # one program for every size, except where a result is a view of an argument (its view
+    # function holds the traced sizes: one program per size, compiler/api.py _dynamic_wrap)
+    assert len(f.programs) == (4 if f.programs[0].capture.view_outputs else 1)
