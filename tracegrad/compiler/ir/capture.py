@@ -9,8 +9,6 @@ identity. Tensors the function reads without receiving them are lifted by refere
 """
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from ...core import pytree
@@ -63,7 +61,8 @@ class Capture:
         self.view_outputs = {}
         self.lifted = []
         self.tracer = None
-        self.changed_while_tracing = None  # why the program may run only once (pystate.py)
+        self.changed_while_tracing = None
+        self.reachable_modules = []  # tg.nn.Modules the function can reach (their state is guarded)  # why the program may run only once (pystate.py)
 
 
 def arg_guard(x, name):
@@ -119,38 +118,34 @@ def trace_function(fn, args, kwargs, name=None, extra_guards=(), tracer_cls=Trac
 
     tracer.guard_value("autocast state", amp.state, amp.state())
     sargs, skwargs = pytree.unflatten(spec, symbolic)
-    # the Python code that runs, for guards on what it reads
+    # the Python code that runs, for guards on what it reads; the object arguments' attributes
     watch = pystate.Watch([(f"argument {n}", x) for n, x in zip(cap.arg_names, flat)
                            if not isinstance(x, (Tensor, np.ndarray) + _SIMPLE)])
     with tracing(tracer):
         with watch:
             result = fn(*sargs, **skwargs)
         _finish(cap, tracer, graph, result, sym_args, fn, flat)
-    _guard_python_state(cap, tracer, watch, fn, flat)
+    _guard_python_state(cap, watch, fn)
     cap.graph = graph
     _aliasing.finish(cap, flat, same)  # the aliasing guard (or AliasFallback: run eagerly)
     cap.tracer = tracer
     return cap
 
 
-def _guard_python_state(cap, tracer, watch, fn, flat):
+def _guard_python_state(cap, watch, fn):
     """Guards on the Python state the trace read (pystate.py); a graph break for what the watch
     found it cannot guard (nondeterministic calls, assignments a program would not repeat)."""
     from ...core.tracing import GraphBreak
 
-    objects = [(f"argument {n}", x) for n, x in zip(cap.arg_names, flat)
-               if not isinstance(x, (Tensor, np.ndarray) + _SIMPLE)]
-    guards, breaks, modules = pystate.guards_for(watch, fn, objects)
-    if breaks:
-        raise GraphBreak(*breaks[0])
+    if watch.breaks:  # (raised in the trace already: recorded in case the code caught it)
+        raise GraphBreak(*watch.breaks[0])
+    guards, modules = pystate.guards_for(watch, fn)
     # state the trace changed: this call runs the program once (the change happened once, while
     # tracing), later calls run eagerly (compiler/api.py)
     cap.changed_while_tracing = pystate.changed_while_tracing(watch)
     cap.state_guards.extend(("py", g) for g in guards)
-    found = _names.reachable(fn, [(n, x) for n, x in zip(cap.arg_names, flat)
-                                  if not isinstance(x, Tensor)])[1]
-    modules += [m for _, m in found]
-    if modules:
+    modules += cap.reachable_modules
+    if modules:  # (dropout, batch norm: train and eval are different programs, as any attribute)
         cap.state_guards.append(("py", pystate.ModuleStateGuard(modules)))
 
 
@@ -236,9 +231,8 @@ def _finish(cap, tracer, graph, result, sym_args, fn, flat):
                                      naming.of(where)))
         else:
             cap.state_guards.append(("grad_shape", where, tuple(t.shape), t.dtype, naming.of(where)))
-    for name, m in modules:  # dropout, batch norm...: train and eval need different programs
-        cap.state_guards.append(("value", f"{name}.training flags", _training_flags(m),
-                                 _training_flags(m)()))
+    # (their training flags, attributes, parameters...: one module-state guard, _guard_python_state)
+    cap.reachable_modules = [m for _, m in modules]
     for g in tracer.guards:
         if g[0] == "value" and isinstance(g[1], tuple):  # a scalar read of an outside tensor
             g = ("value", f"{naming.tensor(g[1][1])}.item()", g[2], g[3])
@@ -251,14 +245,6 @@ def _finish(cap, tracer, graph, result, sym_args, fn, flat):
                     for v in graph.inputs]
     cap.lifted = tracer.lifted
     cap.naming = naming
-
-
-_TRAINING = operator.attrgetter("training")
-
-
-def _training_flags(module):
-    mods = list(module.modules())  # walked once: the guard runs on every call
-    return lambda: tuple(map(_TRAINING, mods))
 
 
 class _Naming:

@@ -4,10 +4,10 @@ guarded.
 A program replays the operations its trace recorded; any Python value the trace read along the
 way (a global float, a closure variable, an attribute of a config object, an item of a list, a
 module's hyper-parameter or Parameter) was baked into it. So while a function is traced, a
-profile hook (``Watch``) notes every Python function that runs outside tracegrad and the
-libraries it trusts, and every C function it calls. Afterwards ``guards_for`` reads their
-bytecode for the globals, closure cells and attribute names they load, and turns what those
-name into guards:
+trace function (``Watch``) notes every Python function that runs outside tracegrad and the
+libraries it trusts, and the C functions its bytecode loads. Afterwards ``guards_for`` reads
+their bytecode for the globals, closure cells and attribute names they load, and turns what
+those name into guards:
 
 - scalars, strings and small tuples, lists and dicts by value, floats compared by bits (so that
   ``-0.0`` is not ``0.0`` and a NaN matches itself);
@@ -33,18 +33,20 @@ tensor([5.])
 """
 from __future__ import annotations
 
-from ...core.tracing import STATE_EPOCH, bump, library_file as _trusted_file  # noqa: F401
-
 import builtins
 import dis
 import functools
 import gc
 import itertools
+import operator
 import os
 import re
+import random
 import struct
 import sys
 import types
+
+from ...core.tracing import STATE_EPOCH, bump, library_file as _trusted_file  # noqa: F401  (re-exported)
 
 MISSING = type("Missing", (), {"__repr__": lambda self: "<missing>"})()
 
@@ -92,10 +94,8 @@ def _nondeterministic_builtin(fn):
     if owner is not None and not isinstance(owner, types.ModuleType):
         cls = type(owner)
         mod = getattr(cls, "__module__", "") or ""
-        if mod.startswith("numpy.random") or cls.__name__ in ("Random", "SystemRandom"):
+        if mod.startswith("numpy.random"):
             return f"{mod}.{cls.__name__}.{getattr(fn, '__name__', '?')}()"
-        import random
-
         if isinstance(owner, random.Random):
             return f"random.{getattr(fn, '__name__', '?')}()"
         return None
@@ -119,7 +119,7 @@ class Watch:
 
     A trace function (``sys.settrace``) sees each new Python frame once, which costs a third of
     what a profile hook's call, return and C-call events cost. C functions the user's code calls
-    (``time.time``, ``np.random.rand``) are found in its bytecode instead (``_calls``). A trace
+    (``time.time``, ``np.random.rand``) are found in its bytecode instead (``_scan_calls``). A trace
     function already set (a debugger, coverage) keeps receiving every event through this one."""
 
     def __init__(self, objects=()):
@@ -129,7 +129,8 @@ class Watch:
         self._previous = None
         # guards on the state each user code reads, made before it first runs (and on the
         # object arguments): compared after the trace, they tell what the trace changed
-        self.before = [_constant_guard(desc, obj, _all_attrs(obj)) for desc, obj in objects]
+        self.objects = list(objects)
+        self.before = [_constant_guard(desc, obj, _all_attrs(obj)) for desc, obj in self.objects]
         self._before_seen = set()
 
     def __enter__(self):
@@ -347,8 +348,6 @@ def value_cond(code, expr, v, attrs, modules, depth=0):
         return ident
     if t in (tuple, list):
         if len(v) > _MAX_ITEMS:  # every item still the same object: one C loop
-            import operator
-
             snap = c(tuple(v))
             return (f"type({bind}) is {c(t)} and len({name}) == {len(v)} and "
                     f"all(map({c(operator.is_)}, {name}, {snap}))")
@@ -359,8 +358,6 @@ def value_cond(code, expr, v, attrs, modules, depth=0):
         keys = list(v)
         simple = all(type(k) in (str, int, bool, float, tuple, type(None)) for k in keys)
         if len(v) > _MAX_ITEMS or not simple:
-            import operator
-
             return (f"type({bind}) is {c(dict)} and len({name}) == {len(v)} and "
                     f"all(map({c(operator.is_)}, {name}.values(), {c(tuple(v.values()))})) and "
                     f"list({name}) == {c(keys)}")
@@ -405,10 +402,17 @@ class PyGuard:
         root_src = root({k: placeholder(v) for k, v in root_consts.items()})
         self._src = value_cond(_Code(placeholder), root_src, value, self.attrs, self.modules)
         self._now_src = root_src
+
+    # compiled on first use: most guards are only ever inlined into a program's check
+    @functools.cached_property
+    def check(self):
         ns = {}
-        self.check = _compile(f"lambda: ({self.inline(_own_const(ns))})", ns)
+        return _compile(f"lambda: ({self.inline(_own_const(ns))})", ns)
+
+    @functools.cached_property
+    def now(self):
         ns = {}
-        self.now = _compile(f"lambda: {self._named(self._now_src, _own_const(ns))}", ns)
+        return _compile(f"lambda: {self._named(self._now_src, _own_const(ns))}", ns)
 
     def _named(self, src, const):
         names = [const(obj) for obj in self._consts]
@@ -471,7 +475,7 @@ def module_snapshot(modules):
             d = sub.__dict__
             out.append((id(sub), tuple((k, _state_key(v)) for k, v in d.items())))
             keep.append((sub, tuple(d.values()), *(tuple(v.values()) for v in d.values()
-                                                   if type(v).__name__ == "OrderedDict")))
+                                                   if isinstance(v, dict))))
     return tuple(out), keep
 
 
@@ -523,14 +527,11 @@ def _constant_guard(desc, obj, attrs):
     return PyGuard(desc, lambda n: n["o"], {"o": obj}, obj, attrs)
 
 
-def guards_for(watch, fn, objects=()):
-    """(guards, breaks, modules): the PyGuards on what the code ``watch`` saw run reads, the
-    graph-break reasons ((reason, where) pairs) ``watch`` found, and the tg.nn.Modules found
-    (for ModuleStateGuard). ``fn`` is the traced callable (its closure and ``self`` are found
-    directly); ``objects`` are (description, object) pairs held by identity elsewhere (the
-    arguments), whose attributes are guarded here."""
-    if watch.breaks:
-        return [], watch.breaks[:1], []
+def guards_for(watch, fn):
+    """(guards, modules): the PyGuards on what the code ``watch`` saw run reads, and the
+    tg.nn.Modules found (for ModuleStateGuard). ``fn`` is the traced callable (its closure and
+    ``self`` are found directly); the object arguments the watch was given (held by identity
+    elsewhere) have their attributes guarded here."""
     attrs = set()
     for code in watch.codes:
         attrs |= code_reads(code)[2]
@@ -540,12 +541,12 @@ def guards_for(watch, fn, objects=()):
         owner = fn  # a callable object: its __call__ reads it as self
     if owner is not None and not isinstance(owner, types.ModuleType):
         guards.append(_constant_guard(f"{type(owner).__name__} object (self)", owner, attrs))
-    for desc, obj in objects:
+    for desc, obj in watch.objects:
         guards.append(_constant_guard(desc, obj, attrs))
     for code, globs in watch.codes.items():
         guards += code_guards(code, globs, getattr(fn, "__func__", fn), attrs, seen)
     modules = [m for g in guards for m in g.modules]
-    return guards, [], modules
+    return guards, modules
 
 
 def code_guards(code, globs, top, attrs, seen):

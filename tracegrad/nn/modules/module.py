@@ -395,7 +395,10 @@ class Module:
     def train(self, mode=True):
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
-        for m in self.modules():
+        modules = list(self.modules())
+        if any(m.training is not mode for m in modules):
+            bump()  # (compiled programs that read these modules recheck them: ir/pystate.py)
+        for m in modules:
             object.__setattr__(m, "training", mode)
         return self
 
