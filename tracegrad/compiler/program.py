@@ -316,7 +316,7 @@ def _py_guard_line(guard):
     if isinstance(v, (int, float, complex, str, bytes, bool, type(None))):
         return f"{guard.desc} == {v!r}"
     return f"{guard.desc} is the same {type(v).__name__} object" + (
-        ", with the attributes read" if guard.attrs and hasattr(v, "__dict__") else "")
+        ", with the attributes read" if guard.follows_attributes else "")
 
 
 def _view_results(cap, leaves, flat_args):

@@ -402,6 +402,8 @@ class PyGuard:
         root_src = root({k: placeholder(v) for k, v in root_consts.items()})
         self._src = value_cond(_Code(placeholder), root_src, value, self.attrs, self.modules)
         self._now_src = root_src
+        # (whether the condition reads attributes: a plain object's or a user module's)
+        self.follows_attributes = ".__dict__.get(" in self._src
 
     # compiled on first use: most guards are only ever inlined into a program's check
     @functools.cached_property
