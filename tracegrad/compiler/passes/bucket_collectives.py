@@ -9,7 +9,6 @@ back), so every rank still issues the same collectives in the same order. Bucket
 ``BUCKET_BYTES``.
 
 >>> import tracegrad as tg
->>> from tracegrad.ops.collectives import ALL_REDUCE
 >>> g = tg.compile(lambda a, b: (a + 1, b * 2), backend="interpreter").inspect(tg.ones(2), tg.ones(3)).graph
 >>> bucket_collectives(g) is g  # (no all-reduce here: nothing to merge)
 True
@@ -20,6 +19,7 @@ from ...ops.collectives import ALL_REDUCE
 from ...ops.movement import CAT, RESHAPE, SLICE
 
 BUCKET_BYTES = 25 * 2**20  # PyTorch DDP's bucket size
+_NEVER = 1 << 62  # the first use of a value nothing reads
 
 
 def bucket_collectives(graph):
@@ -68,8 +68,8 @@ def _buckets(nodes, position, first_use):
     out, run, size = [], [], 0
     for n in nodes:
         nbytes = n.out.nbytes
-        if run and (size + nbytes > BUCKET_BYTES or first_use.get(id(run[0].out), 1 << 62) <= position[id(n)]
-                    or any(first_use.get(id(m.out), 1 << 62) <= position[id(n)] for m in run)):
+        read_before = any(first_use.get(id(m.out), _NEVER) <= position[id(n)] for m in run)
+        if run and (size + nbytes > BUCKET_BYTES or read_before):
             if len(run) > 1:
                 out.append(run)
             run, size = [], 0
