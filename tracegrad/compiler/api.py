@@ -42,38 +42,26 @@ class CompileError(RuntimeError):
 
 
 def _build(backend, graph, options):
+    """Build ``graph`` with ``backend``. A native backend that cannot compile it (an op with no
+    lowering rule) hands it to the interpreter with a warning naming why; fullgraph=True
+    promised native code, so there it is an error."""
+    import importlib
+
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+    module = importlib.import_module(f".backends.{backend}", __package__)
     if backend == "interpreter":
+        return module.build(graph, options)
+    try:
+        return module.build(graph, options)
+    except module.Unsupported as e:
+        if (options or {}).get("fullgraph"):
+            raise CompileError(f"backend={backend!r} cannot compile {graph.name}: {e}") from None
+        warnings.warn(f"tg.compile: backend={backend!r} cannot compile {graph.name}: {e}; running "
+                      "this graph with the interpreter.", RuntimeWarning, stacklevel=4)
         from .backends import interpreter
 
         return interpreter.build(graph, options)
-    if backend == "c":
-        from .backends import c
-
-        try:
-            return c.build(graph, options)
-        except c.Unsupported as e:
-            # this graph only runs on the interpreter; fullgraph=True promised native code
-            if (options or {}).get("fullgraph"):
-                raise CompileError(f"backend='c' cannot compile {graph.name}: {e}") from None
-            warnings.warn(f"tg.compile: backend='c' cannot compile {graph.name}: {e}; running this "
-                          "graph with the interpreter.", RuntimeWarning, stacklevel=4)
-            from .backends import interpreter
-
-            return interpreter.build(graph, options)
-    if backend == "cuda":
-        from .backends import cuda
-
-        try:
-            return cuda.build(graph, options)
-        except cuda.Unsupported as e:  # the same rule as the C backend's: a stated fallback
-            if (options or {}).get("fullgraph"):
-                raise CompileError(f"backend='cuda' cannot compile {graph.name}: {e}") from None
-            warnings.warn(f"tg.compile: backend='cuda' cannot compile {graph.name}: {e}; running "
-                          "this graph with the interpreter.", RuntimeWarning, stacklevel=4)
-            from .backends import interpreter
-
-            return interpreter.build(graph, options)
-    raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
 
 
 CORE_OPTIONS = ("optimize", "partition", "verify")  # read here, not passed to backends
