@@ -32,8 +32,6 @@ from .ir.capture import trace_function
 from .program import Program
 
 BACKENDS = ("c", "cuda", "interpreter")
-# backends of the API that this version does not have: asked for, they are refused by name
-NOT_BUILT = {}
 CACHE_SIZE_LIMIT = 8
 
 
@@ -261,8 +259,6 @@ class CompiledFunction:
     """The result of ``tg.compile(fn)``: call it like ``fn``."""
 
     def __init__(self, fn, backend="c", fullgraph=False, dynamic=False, options=None):
-        if backend in NOT_BUILT:
-            raise NotImplementedError(NOT_BUILT[backend])
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
         if backend == "cuda":  # no GPU and no emulation: refused now, naming both ways out
