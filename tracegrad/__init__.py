@@ -16,12 +16,6 @@ from .core.dtypes import finfo, iinfo
 from .core.tensor import Size, Tensor
 from .core.device import device, get_default_device, set_default_device
 from ._api import tensor_methods as _methods  # (binds methods onto Tensor)
-from .ops import registry as _registry
-
-_registry._bind()
-from .autograd import engine as _engine
-
-_engine._bind()
 from .core.creation import (arange, as_tensor, bernoulli, empty, empty_like, eye, from_dlpack, from_numpy,
                             full, full_like, linspace, manual_seed, multinomial, normal, ones, ones_like,
                             poisson, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,

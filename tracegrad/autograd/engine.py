@@ -15,29 +15,15 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import sys
-import threading
 import warnings
 
-import numpy as np
-
-from ..core import tracing as trace
-from . import anomaly, forward_ad, grad_mode, graph, profiler
+from ..core import creation
+from ..core.tensor import Tensor
+from . import anomaly, grad_mode, graph_task, profiler
 from .graph import AccumulateGrad, GradientEdge, gradient_edge
-
-# Bound by _bind at the end of package import (tracegrad/__init__.py): importing them here
-# would be a cycle (tensor.py imports this package), and an import statement inside the
-# engine's per-node functions cost about a microsecond per call.
-Tensor = creation = None
-
-
-def _bind():
-    global Tensor, creation
-    from ..core import creation as _creation
-    from ..core.tensor import Tensor as _Tensor
-
-    Tensor, creation = _Tensor, _creation
-    graph._engine = sys.modules[__name__]  # AccumulateGrad.apply's engine (the same cycle)
+# (re-exported: the engine's names for them, as PyTorch's; the Nodes read them where they live)
+from .graph import accumulate_into_leaf  # noqa: F401
+from .graph_task import current_graph_task_id, is_checkpoint_valid, will_engine_execute_node  # noqa: F401
 
 
 def _as_tuple(x):
@@ -173,6 +159,8 @@ defer_errors = False
 def _deferred_grads(node, grads, exc):
     """The placeholder gradients for a Node whose backward raised ``exc`` while a compiled
     backward is derived, or None (raise it now)."""
+    # (lazy: a true cycle, ops stand above autograd: the registry records autograd.graph's
+    # Nodes, and importing tracegrad.autograd imports this module; reached only on a failure)
     from ..ops.deferred import BACKWARD_ERROR, DEFERRED
 
     if not defer_errors or DEFERRED.get(type(exc).__name__) is not type(exc):
@@ -237,39 +225,11 @@ class _GraphTask:
         return node in self._reachable
 
     def __enter__(self):
-        stack = _tasks.__dict__.setdefault("stack", [])
-        stack.append(self)
+        graph_task.push(self)
         return self
 
     def __exit__(self, *exc):
-        _tasks.stack.pop()
-
-
-_tasks = threading.local()
-
-
-def is_checkpoint_valid():
-    """Whether the backward running on this thread accumulates into every leaf (``backward()``
-    without ``inputs``), which a reentrant checkpoint needs (PyTorch's
-    ``torch.autograd._is_checkpoint_valid``)."""
-    stack = getattr(_tasks, "stack", None)
-    return not stack or (stack[-1].accumulate and stack[-1].needed is None)
-
-
-def current_graph_task_id():
-    """The id of the backward call running on this thread, or -1 outside backward."""
-    stack = getattr(_tasks, "stack", None)
-    return stack[-1].id if stack else -1
-
-
-def will_engine_execute_node(node):
-    """Whether the backward call in progress will run ``node`` (PyTorch's
-    ``torch._C._will_engine_execute_node``); only valid inside backward (e.g. in a hook)."""
-    stack = getattr(_tasks, "stack", None)
-    if not stack:
-        raise RuntimeError("will_engine_execute_node should only be called during the backward pass")
-    task = stack[-1]
-    return task.reaches(node) and task.will_execute(node)
+        graph_task.pop()
 
 
 def _add(a, b):
@@ -419,8 +379,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> tg.autograd.grad((x ** 2).sum(), x)
     (tensor([2., 4.]),)
     """
-    from ..core import creation
-
     inputs = _as_tuple(inputs)
     if allow_unused is None:
         allow_unused = materialize_grads
@@ -453,57 +411,3 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
            for b in range(n)]
     return tuple(None if per[0][i] is None else F.stack([p[i] for p in per])
                  for i in range(len(inputs)))
-
-
-def accumulate_into_leaf(var, g, create_graph=None, run_hooks=True):
-    """PyTorch's AccumulateGrad: the first gradient is copied into a fresh ``.grad`` (never an
-    alias of a tensor the user or another leaf can see); later ones are added in place, or out
-    of place under create_graph so that ``.grad`` carries a graph."""
-    if g is None:
-        return
-    if create_graph is None:
-        create_graph = grad_mode.is_grad_enabled()
-    current = var._get_grad()
-    eager = not create_graph and _plain_eager()
-    if current is None:
-        if create_graph:
-            new = g.clone()
-        elif eager:
-            new = _fresh_grad_like(var, g)
-        else:
-            with grad_mode.no_grad():
-                new = g.clone()
-        _set_grad(var, new)
-    elif create_graph:
-        _set_grad(var, current + g)
-    elif eager and current._base is None and current.dtype is g.dtype \
-            and current.shape == g.shape and not current._inference:
-        # the common case without the op machinery: one NumPy add into the existing buffer
-        np.add(current._value, g._value, out=current._value)
-        current._bump_version()
-    else:
-        with grad_mode.no_grad():
-            current.add_(g)
-    if run_hooks and var._post_acc_hooks:
-        for hook in list(var._post_acc_hooks.values()):
-            hook(var)
-
-
-def _plain_eager():
-    """No tracer and no forward-AD level: tensors hold NumPy arrays and nothing records."""
-    return trace.current_tracer() is None and forward_ad._active_level is None
-
-
-def _fresh_grad_like(var, g):
-    """A copy of ``g`` laid out like ``var`` (PyTorch's layout rule 1: the gradient of a dense
-    parameter gets the parameter's strides)."""
-    value = np.empty_like(var._value, dtype=g._value.dtype)
-    np.copyto(value, g._value)
-    return Tensor._make(value, g.dtype)
-
-
-def _set_grad(var, value):
-    if var.is_leaf:
-        var.grad = value
-    else:
-        var._grad = value

@@ -20,31 +20,10 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
 
-class _State(threading.local):
-    """Per-thread modes; the class attributes are the defaults of a thread that set none (read
-    on every op and every compiled call: a class attribute is found without the exception a
-    missing thread-local attribute costs)."""
-
-    grad = True
-    inference = False
-
-
-_state = _State()
-
-
-def is_grad_enabled():
-    """Whether operations are currently recorded for autograd."""
-    return _state.grad
-
-
-def is_inference_mode_enabled():
-    return _state.inference
-
-
-def _set_grad(flag):
-    _state.grad = bool(flag)
+# The state itself is core's (the Tensor and the registry read it on every op); these are the
+# same objects, re-exported under their public path.
+from ..core.grad_state import _set_grad, _state, is_grad_enabled, is_inference_mode_enabled
 
 
 class _DecoratorContextManager:

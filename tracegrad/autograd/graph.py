@@ -13,7 +13,11 @@ import re
 import types
 import weakref
 
-from . import anomaly, forward_ad, grad_mode, saved_hooks  # (none imports this module: no cycle)
+import numpy as np
+
+from . import anomaly, forward_ad, grad_mode, graph_task, saved_hooks  # (none imports this module: no cycle)
+from ..core import tracing as trace
+from ..core.tensor import Tensor
 from ..core.tracing import bump
 
 _handle_ids = itertools.count()
@@ -118,8 +122,6 @@ class SavedTensor:
         if self.freed:
             raise SavedTensorsFreed()
         if self.unpack_hook is not None:
-            from ..core.tensor import Tensor
-
             t = self.unpack_hook(self.packed)
             if not isinstance(t, Tensor):
                 raise TypeError(
@@ -309,9 +311,6 @@ def gradient_edge(tensor):
     return (AccumulateGrad.of(tensor), 0)
 
 
-_engine = None  # the engine module, set by engine._bind (engine imports this module)
-
-
 class AccumulateGrad(Node):
     """Accumulates into a leaf's ``.grad`` following PyTorch's layout rules."""
 
@@ -328,7 +327,7 @@ class AccumulateGrad(Node):
         return node
 
     def apply(self, grad_outputs):
-        _engine.accumulate_into_leaf(self.variable, grad_outputs[0])
+        accumulate_into_leaf(self.variable, grad_outputs[0])
         return []
 
 
@@ -402,13 +401,10 @@ class OpNode(Node):
     def _check_no_derivative(self):
         # as PyTorch: raise only when this backward needs the gradient (an input that requires
         # grad but lies off the path to the requested inputs is fine)
-        from ..ops.registry import raise_no_derivative
-        from . import engine
-
         for i in self.op.no_derivative:
             nxt = self._next_functions[i][0]
             raise_no_derivative(self.op.no_derivative_label, nxt is not None and (
-                engine.current_graph_task_id() < 0 or engine.will_engine_execute_node(nxt)))
+                graph_task.current_graph_task_id() < 0 or graph_task.will_engine_execute_node(nxt)))
 
     def apply(self, grad_outputs, check_no_derivative=True):
         g = grad_outputs[0]
@@ -423,6 +419,67 @@ class OpNode(Node):
                                  f"{len(self.input_meta)} inputs")
         return [fix_grad(gr, shape, dtype) if need else None
                 for gr, (shape, dtype), need in zip(grads, self.input_meta, self.needs_input_grad)]
+
+
+def raise_no_derivative(label, requested=True):
+    """PyTorch's error for a derivative it does not define (``OpDef.no_derivative``), raised
+    when ``requested`` (a gradient or tangent for such an input is asked for)."""
+    if requested:
+        raise NotImplementedError(f"the derivative for '{label}' is not implemented.")
+
+
+def accumulate_into_leaf(var, g, create_graph=None, run_hooks=True):
+    """PyTorch's AccumulateGrad: the first gradient is copied into a fresh ``.grad`` (never an
+    alias of a tensor the user or another leaf can see); later ones are added in place, or out
+    of place under create_graph so that ``.grad`` carries a graph."""
+    if g is None:
+        return
+    if create_graph is None:
+        create_graph = grad_mode.is_grad_enabled()
+    current = var._get_grad()
+    eager = not create_graph and _plain_eager()
+    if current is None:
+        if create_graph:
+            new = g.clone()
+        elif eager:
+            new = _fresh_grad_like(var, g)
+        else:
+            with grad_mode.no_grad():
+                new = g.clone()
+        _set_grad(var, new)
+    elif create_graph:
+        _set_grad(var, current + g)
+    elif eager and current._base is None and current.dtype is g.dtype \
+            and current.shape == g.shape and not current._inference:
+        # the common case without the op machinery: one NumPy add into the existing buffer
+        np.add(current._value, g._value, out=current._value)
+        current._bump_version()
+    else:
+        with grad_mode.no_grad():
+            current.add_(g)
+    if run_hooks and var._post_acc_hooks:
+        for hook in list(var._post_acc_hooks.values()):
+            hook(var)
+
+
+def _plain_eager():
+    """No tracer and no forward-AD level: tensors hold NumPy arrays and nothing records."""
+    return trace.current_tracer() is None and forward_ad._active_level is None
+
+
+def _fresh_grad_like(var, g):
+    """A copy of ``g`` laid out like ``var`` (PyTorch's layout rule 1: the gradient of a dense
+    parameter gets the parameter's strides)."""
+    value = np.empty_like(var._value, dtype=g._value.dtype)
+    np.copyto(value, g._value)
+    return Tensor._make(value, g.dtype)
+
+
+def _set_grad(var, value):
+    if var.is_leaf:
+        var.grad = value
+    else:
+        var._grad = value
 
 
 def named_backward(name):

@@ -28,8 +28,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd import forward_ad as _forward_ad
+from ..autograd.graph import OpNode as _OpNode
+from ..autograd.graph import raise_no_derivative  # noqa: F401  (the rules' error, re-exported for them)
 from ..core import dtypes as _dt
-from ..autograd import grad_mode
+from ..core import grad_state
+from ..core import tracing as _trace
+from ..core.tensor import Tensor as _Tensor
 
 REGISTRY: dict[str, "OpDef"] = {}
 _BF16 = _dt.bfloat16  # (ops on it run their NumPy kernels on float32: dtypes.widen_bfloat16)
@@ -81,13 +86,6 @@ def defop(name, **kwargs) -> OpDef:
     return register(OpDef(name, **kwargs))
 
 
-def raise_no_derivative(label, requested=True):
-    """PyTorch's error for a derivative it does not define (``OpDef.no_derivative``), raised
-    when ``requested`` (a gradient or tangent for such an input is asked for)."""
-    if requested:
-        raise NotImplementedError(f"the derivative for '{label}' is not implemented.")
-
-
 def dispatch(op: OpDef, *inputs, **attrs):
     """Run ``op`` on Tensors: eagerly with NumPy, or recorded into the active trace.
     Records an autograd Node when grad mode is on and an input requires grad."""
@@ -113,7 +111,7 @@ def _dispatch(op: OpDef, *inputs, **attrs):
         if value.shape != shape and value.shape != tuple(shape):
             raise AssertionError(f"{op.name}: impl gave shape {value.shape}, infer said {shape}")
     out = _Tensor._make(value, dtype)
-    if op.differentiable and dtype.category == 2 and grad_mode.is_grad_enabled():
+    if op.differentiable and dtype.category == 2 and grad_state.is_grad_enabled():
         skip = op.nondiff_inputs
         for i, t in enumerate(inputs):
             if t._requires_grad and i not in skip:
@@ -124,17 +122,4 @@ def _dispatch(op: OpDef, *inputs, **attrs):
     return out
 
 
-# Bound at the end of package import (tracegrad/__init__.py calls _bind) to avoid import
-# cycles without paying for an import statement on every dispatch.
-_trace = _Tensor = _OpNode = _forward_ad = None
 _profiler = None  # the profiler module while a profile is active (set by it)
-
-
-def _bind():
-    global _trace, _Tensor, _OpNode, _forward_ad
-    from ..autograd import forward_ad
-    from ..autograd.graph import OpNode
-    from ..core import tracing as trace
-    from ..core.tensor import Tensor
-
-    _trace, _Tensor, _OpNode, _forward_ad = trace, Tensor, OpNode, forward_ad
