@@ -69,6 +69,28 @@ def overlaps(a, b):
         return True
 
 
+def overlapping_pairs(arrays):
+    """The pairs (p, q), p < q, of ``arrays`` (None entries skipped) whose byte ranges
+    overlap: every pair ``np.may_share_memory`` would report, found by sorting the ranges
+    (n log n plus the pairs found; testing every pair was quadratic: 33 thousand tests, ~20 ms,
+    for the 258 tensors a 128-layer MLP's step binds). ``overlaps`` then decides a pair exactly.
+
+    >>> import numpy as np
+    >>> a = np.zeros(8)
+    >>> overlapping_pairs([a[:4], np.zeros(3), a[2:], None, a[4:]])
+    [(0, 2), (2, 4)]
+    """
+    from numpy.lib.array_utils import byte_bounds
+
+    spans = sorted((*byte_bounds(a), p) for p, a in enumerate(arrays) if a is not None and a.size)
+    out, open_spans = [], []  # open_spans: (end, p) of the spans begun so far that may reach on
+    for lo, hi, p in spans:
+        open_spans = [(end, q) for end, q in open_spans if end > lo]
+        out += [(min(p, q), max(p, q)) for _, q in open_spans]
+        open_spans.append((hi, p))
+    return sorted(out)
+
+
 def _array_of(kind, ref, flat):
     """The array a binding of ``kind``/``ref`` reads now (None when a .grad is missing)."""
     if kind == "arg":
@@ -100,13 +122,9 @@ class AliasGuard:
     def relation(self, flat):
         """The overlapping pairs (p, q), p < q, of which at least one is written."""
         arrays = [_array_of(kind, ref, flat) for kind, ref in self.refs]
-        out = set()
-        for p in range(len(arrays)):
-            for q in range(p + 1, len(arrays)):
-                if (p in self.written or q in self.written) and arrays[p] is not None \
-                        and arrays[q] is not None and overlaps(arrays[p], arrays[q]):
-                    out.add((p, q))
-        return frozenset(out)
+        written = self.written
+        return frozenset((p, q) for p, q in overlapping_pairs(arrays)
+                         if (p in written or q in written) and overlaps(arrays[p], arrays[q]))
 
     def mismatch(self, flat):
         """None while the aliasing is the traced one, else why not (for the guards log)."""
@@ -228,13 +246,13 @@ def finish(cap, flat, same):
             seen_data.add((b.kind, id(b.ref)))
         refs.append((b.kind, b.ref))
         names.append(_name(cap, b.kind, b.ref))
+    position = {}  # a binding's key -> its positions in refs (tensors by identity, arguments by index)
+    for p, (kind, ref) in enumerate(refs):
+        position.setdefault(_binding_key(kind, ref), []).append(p)
     written = set()
     for kind, ref in cap.writebacks:
-        if kind not in _STORAGE_KINDS:
-            continue
-        for p, (k2, r2) in enumerate(refs):
-            if k2 == kind and (r2 is ref if kind in ("data", "grad") else r2 == ref):
-                written.add(p)
+        if kind in _STORAGE_KINDS:
+            written.update(position.get(_binding_key(kind, ref), ()))
     pairs = [(j, i) for j, i in sorted(same.items()) if isinstance(flat[j], Tensor)]
     guard = AliasGuard(refs, frozenset(written), pairs, frozenset(), names, cap.arg_names)
     if not written and not pairs:
@@ -248,6 +266,11 @@ def finish(cap, flat, same):
                             "passed twice is not captured)", cap)
     cap.state_guards.append(("alias", guard))
     return guard
+
+
+def _binding_key(kind, ref):
+    """A lifted tensor ("data", "grad") is known by identity, an argument by its index."""
+    return (kind, id(ref)) if kind in ("data", "grad") else (kind, ref)
 
 
 def _name(cap, kind, ref):
