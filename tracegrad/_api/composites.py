@@ -20,6 +20,7 @@ from .. import amp as _amp
 from ..core import dtypes as _dt
 from . import functional as F
 from ..core.creation import arange, tensor, zeros
+from ..ops import helpers as H
 from ..ops.shapes import broadcast_shapes, normalize_dims, wrap_dim, wrap_dim_of_nonscalar
 from ..core.tensor import Tensor
 from .numpy_names import accept_numpy_names
@@ -190,21 +191,19 @@ def _norm(x, p, dim, keepdim):
 @named_backward("TrilBackward0")
 def tril(x, diagonal=0):
     """The lower triangle of the last two dims (the rest zero); ``diagonal`` shifts it."""
-    return _triangle(x, diagonal, F.le)
+    return _triangle(x, diagonal, H.tril)
 
 
 @named_backward("TriuBackward0")
 def triu(x, diagonal=0):
     """The upper triangle of the last two dims (the rest zero); ``diagonal`` shifts it."""
-    return _triangle(x, diagonal, F.ge)
+    return _triangle(x, diagonal, H.triu)
 
 
-def _triangle(x, diagonal, keep):
+def _triangle(x, diagonal, part):
     if x.ndim < 2:
         raise RuntimeError(f"tril/triu: input tensor must have at least 2 dimensions, got {x.ndim}")
-    rows, cols = x.shape[-2:]
-    offset = F.sub(F.unsqueeze(arange(cols), 0), F.unsqueeze(arange(rows), 1))  # col - row
-    return F.where(keep(offset, int(diagonal)), x, F.to_tensor(0, x.dtype))
+    return part(x, diagonal)
 
 
 def movedim(x, source, destination):

@@ -22,8 +22,10 @@ from ..ops import linalg as L
 from ..ops import movement as M
 from ..ops import reduce as R
 from ..ops import scan as S
+# (op-level, defined once there; sum_to_shape is re-exported for Tensor.sum_to_size)
+from ..ops.helpers import cast, sum_to_shape, to_tensor  # noqa: F401
+from ..ops.helpers import promoted as _promoted
 from ..ops.shapes import normalize_dims, numel, wrap_dim, wrap_dim_of_nonscalar, wrap_dim_or_none
-from ..core.creation import _wrap
 from ..core.tensor import Tensor
 from ..core import views  # (imports this module back: names are looked up at call time)
 from .numpy_names import accept_numpy_names
@@ -49,39 +51,6 @@ values_indices = namedtuple("values_indices", ["values", "indices"])
 
 
 # ----------------------------------------------------------------------------- conversion
-def scalar_tensor(value, dtype):
-    try:
-        array = np.asarray(value, dtype=dtype.np)
-    except OverflowError:  # an int outside a smaller dtype's range wraps into it, as in PyTorch
-        array = np.asarray(value).astype(dtype.np)  # (beyond int64 this raises, as PyTorch does)
-    return _wrap(array, dtype)
-
-
-def to_tensor(x, dtype=None):
-    """A Tensor for ``x`` (tensor, Python number, ndarray, list); cast when ``dtype`` differs."""
-    if isinstance(x, Tensor):
-        return x if dtype is None or x.dtype is dtype else cast(x, dtype)
-    if isinstance(x, (bool, int, float, np.number, np.bool_)):
-        return scalar_tensor(x, dtype or _dt.category_default(_dt.scalar_category(x)))
-    from ..core.creation import tensor
-
-    return tensor(x, dtype=dtype)
-
-
-def cast(x, dtype):
-    dtype = _dt.to_dtype(dtype)
-    if x.dtype is dtype:
-        return x
-    return E.CAST(x, dtype=dtype)
-
-
-def _promoted(*args, floating=False):
-    dt = _dt.result_type(*args)
-    if floating and not dt.is_floating_point:
-        dt = _dt.get_default_dtype()
-    return [to_tensor(a, dt) for a in args]
-
-
 def _check_arg(x, name="input"):
     if not isinstance(x, (Tensor, bool, int, float, np.number, np.bool_)):
         raise TypeError(f"{name} must be a Tensor or a number, got {type(x).__name__}")
@@ -401,18 +370,6 @@ def logcumsumexp(x, dim):
     tensor([-1000.0000,  -999.3068])
     """
     return _scan(S.LOGCUMSUMEXP, x, dim)
-
-
-def sum_to_shape(g, shape):
-    """Sum a broadcast gradient back to ``shape`` (the one place broadcasting is undone)."""
-    shape = tuple(shape)
-    if tuple(g.shape) == shape:
-        return g
-    lead = g.ndim - len(shape)
-    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
-                                      if s == 1 and g.shape[lead + i] != 1)
-    out = R.SUM(g, dim=dims, keepdim=True) if dims else g
-    return reshape(out, shape)
 
 
 @named_backward(lambda x, dim=None, *a, **k: "MeanBackward0" if dim is None else "MeanBackward1")

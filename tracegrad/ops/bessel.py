@@ -28,6 +28,8 @@ import math
 import numpy as np
 
 from ..core.dtypes import finfo
+from . import elementwise as E
+from . import helpers as H
 from .elementwise import unary
 
 _SERIES_TERMS = 60  # (the power series of I below 20: terms fall below 1e-30 of the sum)
@@ -75,33 +77,27 @@ def _modified(order, scaled):
     return impl
 
 
-def _f():
-    from .._api import functional
-
-    return functional
-
-
 def _near_zero(ctx):
     """(where |x| is below half the dtype's eps, x with 1 there): PyTorch's i1/i1e rules use
     their limit 1/2 there, and the 1 keeps the other branch finite."""
     x = ctx.input(0)
-    tiny = _f().abs(x) < float(finfo(ctx.dtypes[0]).eps) * 0.5
-    return tiny, _f().where(tiny, 1.0, x)
+    tiny = E.ABS(x) < float(finfo(ctx.dtypes[0]).eps) * 0.5
+    return tiny, H.where(tiny, 1.0, x)
 
 
 def _i1_derivative(ctx):
     tiny, safe = _near_zero(ctx)
-    return _f().where(tiny, 0.5, (safe * I0(safe) - ctx.out) / safe)
+    return H.where(tiny, 0.5, (safe * I0(safe) - ctx.out) / safe)
 
 
 def _i1e_derivative(ctx):
     tiny, safe = _near_zero(ctx)
-    return _f().where(tiny, 0.5, I0E(safe) - ctx.out * (_f().sign(safe) + 1 / safe))
+    return H.where(tiny, 0.5, I0E(safe) - ctx.out * (E.SIGN(safe) + 1 / safe))
 
 
 def _i0e_derivative(ctx):
     x = ctx.input(0)
-    return I1E(x) - _f().sign(x) * ctx.out
+    return I1E(x) - E.SIGN(x) * ctx.out
 
 
 def _rule(derivative, **kw):

@@ -27,7 +27,9 @@ def _infer_all_reduce(x, reduction, group):
 
 
 def _all_reduce_impl(x, reduction, group):
-    from ..distributed import _mpi  # (MPI is initialised by init_process_group, never at import)
+    # (lazy: tracegrad.distributed loads on first use, for start-up time (tracegrad/__init__.py),
+    # and MPI is initialised by init_process_group, never at import)
+    from ..distributed import _mpi
 
     return _mpi.allreduce(x, reduction, group)
 
@@ -37,7 +39,7 @@ def _infer_broadcast(x, src, group):
 
 
 def _broadcast_impl(x, src, group):
-    from ..distributed import _mpi
+    from ..distributed import _mpi  # (lazy: as _all_reduce_impl's)
 
     return _mpi.broadcast(x, src, group)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .linalg import LinAlgError, MATMUL, SOLVE, _eye_like, _mT, _square, _sym, _tril, check_float_matrix
+from . import helpers as H
 from .registry import defop
 
 # ----------------------------------------------------------------------------- eigh
@@ -37,14 +38,8 @@ def _signs(vecs):
     return np.where(lead < 0, -1.0, 1.0).astype(vecs.dtype)
 
 
-def _f():
-    from .._api import functional
-
-    return functional
-
-
 def _rows(x, start, count):
-    return _f().narrow(x, -2, start, count)
+    return H.narrow(x, -2, start, count)
 
 
 def _diag_row(x):
@@ -89,7 +84,7 @@ def _eigh_jvp(ctx, t):
     eye = _eye_like(vecs, vecs.shape[-1])
     p = MATMUL(MATMUL(_mT(vecs), _sym(t)), vecs)
     d_vecs = MATMUL(vecs, p * (1 - eye) / _gaps(vals, eye))
-    return _f().cat([_diag_row(p), d_vecs], -2)
+    return H.cat([_diag_row(p), d_vecs], -2)
 
 
 def _infer_eigh(a):
@@ -191,7 +186,7 @@ def _svd_jvp(ctx, t):
     if n > k:
         w = MATMUL(_mT(t), u) / s
         dv = dv + w - MATMUL(v, MATMUL(_mT(v), w))
-    return _f().cat([du, _diag_row(dp), dv], -2)
+    return H.cat([du, _diag_row(dp), dv], -2)
 
 
 SVD = defop("linalg_svd", infer=_infer_svd, impl=_svd_impl, save=("out",), kind="linalg",
@@ -231,8 +226,7 @@ def _qr_parts(ctx, packed):
         raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and "
                            "nrows > ncols.")
     k = min(m, n)
-    f = _f()
-    return f.narrow(_rows(packed, 0, m), -1, 0, k), f.narrow(_rows(packed, m, k), -1, 0, n)
+    return H.narrow(_rows(packed, 0, m), -1, 0, k), H.narrow(_rows(packed, m, k), -1, 0, n)
 
 
 def _times_inv_t(x, r):
@@ -256,12 +250,11 @@ def _qr_vjp(ctx, g):
         return (_qr_square_vjp(q, r, gq, gr),)
     # m < n: A = (X | Y), X = Q R1 (square), Y = Q R2: R2's cotangent reaches Y through Q and
     # Q's through Y R2^T... (TensorFlow's split)
-    f = _f()
-    r1, r2 = f.narrow(r, -1, 0, m), f.narrow(r, -1, m, n - m)
-    gr1, gr2 = f.narrow(gr, -1, 0, m), f.narrow(gr, -1, m, n - m)
+    r1, r2 = H.narrow(r, -1, 0, m), H.narrow(r, -1, m, n - m)
+    gr1, gr2 = H.narrow(gr, -1, 0, m), H.narrow(gr, -1, m, n - m)
     y = MATMUL(q, r2)
     gx = _qr_square_vjp(q, r1, gq + MATMUL(y, _mT(gr2)), gr1)
-    return (f.cat([gx, MATMUL(q, gr2)], -1),)
+    return (H.cat([gx, MATMUL(q, gr2)], -1),)
 
 
 def _qr_jvp(ctx, t):
@@ -269,9 +262,8 @@ def _qr_jvp(ctx, t):
     # L = tril(C, -1); dR1 = U R1, dQ = dX R1^-1 - Q U; for m < n, dR2 = dQ^T Y + Q^T dY
     q, r = _qr_parts(ctx, ctx.out)
     m, n = q.shape[-2], r.shape[-1]
-    f = _f()
-    r1 = f.narrow(r, -1, 0, m) if m < n else r
-    dx = f.narrow(t, -1, 0, m) if m < n else t
+    r1 = H.narrow(r, -1, 0, m) if m < n else r
+    dx = H.narrow(t, -1, 0, m) if m < n else t
     dx_r = _mT(SOLVE(_mT(r1), _mT(dx)))  # dX R1^-1
     c = MATMUL(_mT(q), dx_r)
     low = _tril(c, -1)
@@ -279,13 +271,13 @@ def _qr_jvp(ctx, t):
     dq = dx_r - MATMUL(q, upper)
     dr = MATMUL(upper, r1)
     if m < n:
-        r2 = f.narrow(r, -1, m, n - m)
-        dr2 = MATMUL(_mT(dq), MATMUL(q, r2)) + MATMUL(_mT(q), f.narrow(t, -1, m, n - m))
-        dr = f.cat([dr, dr2], -1)
+        r2 = H.narrow(r, -1, m, n - m)
+        dr2 = MATMUL(_mT(dq), MATMUL(q, r2)) + MATMUL(_mT(q), H.narrow(t, -1, m, n - m))
+        dr = H.cat([dr, dr2], -1)
     pad = r.shape[-1] - dq.shape[-1]  # Q's zero columns in the packing
     if pad:
-        dq = f.cat([dq, dq.new_zeros(tuple(dq.shape[:-1]) + (pad,))], -1)
-    return f.cat([dq, dr], -2)
+        dq = H.cat([dq, dq.new_zeros(tuple(dq.shape[:-1]) + (pad,))], -1)
+    return H.cat([dq, dr], -2)
 
 
 QR = defop("linalg_qr", infer=_infer_qr, impl=_qr_impl, save=("out",), kind="linalg",

@@ -28,10 +28,13 @@ import math
 
 import numpy as np
 
-from .decompositions import SVD, _f, _svd_parts
+from . import elementwise as E
+from . import helpers as H
+from .decompositions import SVD, _svd_parts
 from .elementwise import _quiet
 from .linalg import MATMUL, _eye_like, _mT, _square, _well_conditioned
 from .registry import defop
+from .scan import CUMPROD
 
 
 # ----------------------------------------------------------------------------- det
@@ -78,20 +81,22 @@ def _cofactor_impl(a):
     return out
 
 
+def _running_products(x):
+    """Running products along the last dim."""
+    return CUMPROD(x, dim=x.ndim - 1)
+
+
 def _pair_products(s):
     """``P[i, j] = prod_{k != i, j} s_k`` (i != j; 0 on the diagonal) of a (..., n) tensor, with
     exclusive running products (no division: s may hold zeros)."""
-    f = _f()
     n = s.shape[-1]
     eye = _eye_like(s, n)
-    skip_own = f.where(f.eq(eye, 1), 1.0, f.unsqueeze(s, -2))  # [i, k] = s_k, 1 at k = i
-    ones = f.unsqueeze(skip_own, -1).new_ones(tuple(skip_own.shape[:-1]) + (1,))
-    before = f.cat([ones, f.narrow(f.cumprod(skip_own, -1), -1, 0, n - 1)], -1)  # prod_{k < j, k != i}
+    skip_own = H.where(H.eq(eye, 1), 1.0, H.unsqueeze(s, -2))  # [i, k] = s_k, 1 at k = i
+    ones = H.unsqueeze(skip_own, -1).new_ones(tuple(skip_own.shape[:-1]) + (1,))
+    before = H.cat([ones, H.narrow(_running_products(skip_own), -1, 0, n - 1)], -1)  # prod_{k < j, k != i}
     one = s.new_ones(tuple(s.shape[:-1]) + (1,))
-    after = f.flip(f.cat([one, f.narrow(f.cumprod(f.flip(s, -1), -1), -1, 0, n - 1)], -1), -1)
-    from .._api.composites import triu
-
-    upper = triu(before * f.unsqueeze(after, -2), 1)  # (j > i: the products below j, and above it)
+    after = H.flip(H.cat([one, H.narrow(_running_products(H.flip(s, -1)), -1, 0, n - 1)], -1), -1)
+    upper = H.triu(before * H.unsqueeze(after, -2), 1)  # (j > i: the products below j, and above it)
     return upper + _mT(upper)
 
 
@@ -101,7 +106,7 @@ def _det_second_derivative(a, y):
     n = a.shape[-1]
     u, s, v = _svd_parts(SVD(a), n)
     s = s.squeeze(-2)
-    d = _f().sign(DET(u.detach()) * DET(v.detach()))
+    d = E.SIGN(DET(u.detach()) * DET(v.detach()))
     y_rot = MATMUL(MATMUL(_mT(u), y), v)
     eye = _eye_like(a, n)
     pairs = _pair_products(s)
@@ -129,30 +134,27 @@ def _inverse_transpose(a, logabs):
     """``A^-T = C(A) / det(A)`` computed on ``B = A / c``, c the power of two nearest to
     ``|det A|^(1/n)`` (dividing by it is exact, so B's tiny determinant keeps its digits), and
     ``|det B|`` near 1 (c = 1 where A is singular: +-inf there, a cofactor over a zero)."""
-    f = _f()
     n = a.shape[-1]
-    finite = f.logical_and(f.gt(logabs, float("-inf")), f.lt(logabs, float("inf")))
-    exponent = f.round(f.where(finite, logabs, 0.0) / (max(n, 1) * math.log(2))).detach()
-    c = _per_matrix(f.exp2(exponent))
+    finite = H.logical_and(H.gt(logabs, float("-inf")), H.lt(logabs, float("inf")))
+    exponent = E.ROUND(H.where(finite, logabs, 0.0) / (max(n, 1) * math.log(2))).detach()
+    c = _per_matrix(E.EXP2(exponent))
     b = a / c
     return COFACTOR(b) / (_per_matrix(DET(b)) * c)
 
 
 def _logabs(packed):
-    return _f().narrow(packed, -1, 1, 1).squeeze(-1)
+    return H.narrow(packed, -1, 1, 1).squeeze(-1)
 
 
 def _slogdet_vjp(ctx, g):
-    f = _f()
-    g_logabs = f.narrow(g, -1, 1, 1).unsqueeze(-1)
+    g_logabs = H.narrow(g, -1, 1, 1).unsqueeze(-1)
     return (g_logabs * _inverse_transpose(ctx.input(0), _logabs(ctx.out)),)
 
 
 def _slogdet_jvp(ctx, t):
-    f = _f()
     d_logabs = (_inverse_transpose(ctx.input(0), _logabs(ctx.out)) * t).sum((-2, -1))
-    d_logabs = f.unsqueeze(d_logabs, -1)
-    return f.cat([d_logabs * 0, d_logabs], -1)
+    d_logabs = H.unsqueeze(d_logabs, -1)
+    return H.cat([d_logabs * 0, d_logabs], -1)
 
 
 SLOGDET = defop("linalg_slogdet", infer=lambda a: (_square("slogdet", a)[:-2] + (2,), a.dtype),

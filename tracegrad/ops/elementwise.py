@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ..core import creation
 from ..core import dtypes as _dt
 from .registry import defop
 from .shapes import broadcast_shapes
@@ -30,7 +31,7 @@ def _quiet_state():
     ``np.errstate(all="ignore")`` sets, made once. Entering a new errstate costs ~1 us, a
     sixth of an eager elementwise op; setting the variable ~0.1 us. None where NumPy keeps its
     error state otherwise (the impls then enter np.errstate)."""
-    try:
+    try:  # (here: a private NumPy module, absent from some versions)
         from numpy._core import _multiarray_umath as umath
 
         return umath._extobj_contextvar, umath._make_extobj(all="ignore")
@@ -201,8 +202,8 @@ SIGMOID = unary("sigmoid", _sigmoid, save=("out",),
 def _special(name):
     """scipy.special's ``name`` (erf, erfc) where SciPy is installed, else math's per element."""
     def impl(x):
-        try:
-            from scipy import special  # (optional dependency)
+        try:  # (at call time: SciPy is an optional dependency, and costly to import)
+            from scipy import special
         except ImportError:
             return np.vectorize(getattr(math, name), otypes=[x.dtype])(x)
         return getattr(special, name)(x).astype(x.dtype, copy=False)
@@ -504,19 +505,14 @@ def _infer_where(cond, a, b):
 def _where_vjp(ctx, g):
     # (zeros, not g * 0: a nan or inf cotangent at a masked-off place must not reach the
     # other branch, as PyTorch's; e.g. sqrt of a where whose other branch is nan)
-    from .._api.functional import where
-
-    cond = ctx.input(0)
-    return None, where(cond, g, 0.0), where(cond, 0.0, g)
+    cond, zero = ctx.input(0), creation.zeros((), dtype=g.dtype)
+    return None, WHERE(cond, g, zero), WHERE(cond, zero, g)
 
 
 def _where_jvp(ctx, tc, ta, tb):
-    cond = ctx.input(0)
-    ta = ta if ta is not None else 0.0
-    tb = tb if tb is not None else 0.0
-    from .._api.functional import where
-
-    return where(cond, ta, tb)
+    # (the primitive's branches share a dtype, and so do their tangents)
+    zero = creation.zeros((), dtype=(ta if ta is not None else tb).dtype)
+    return WHERE(ctx.input(0), ta if ta is not None else zero, tb if tb is not None else zero)
 
 
 WHERE = defop("where", infer=_infer_where, impl=np.where, vjp=_where_vjp, jvp=_where_jvp, save=(0,),

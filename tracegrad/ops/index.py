@@ -21,7 +21,12 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..core import creation
 from ..core import dtypes as _dt
+from ..core import tracing as trace
+from ..core.tensor import Tensor
+from . import helpers as H
+from .movement import COPY, UNSLICE
 from .registry import defop
 from .shapes import wrap_dim
 
@@ -123,8 +128,6 @@ def _index_impl(x, idx, dim):
 
 
 def _zeros(shape, dtype):
-    from ..core import creation
-
     return creation.zeros(tuple(shape), dtype=dtype)
 
 
@@ -275,8 +278,6 @@ def _scatter_add_impl(x, idx, src, dim):
 
 def _pad_to(t, shape):
     """Zero-pad ``t`` at the end of each dim up to ``shape`` (src larger than index)."""
-    from .movement import UNSLICE
-
     if tuple(t.shape) == tuple(shape):
         return t
     return UNSLICE(t, shape=tuple(shape), index=tuple((0, s, 1) for s in t.shape))
@@ -336,14 +337,11 @@ NONZERO = defop("nonzero", infer=_infer_nonzero,
 # ----------------------------------------------------------------------------- public functions
 def _as_index(index, what):
     """An int64 index tensor from a Tensor / list / ndarray; int32 is accepted and widened."""
-    from .._api import functional as F
-    from ..core.tensor import Tensor
-
     if not isinstance(index, Tensor):
-        index = F.to_tensor(index) if not isinstance(index, (list, tuple)) or index else \
-            F.to_tensor(np.zeros(0, np.int64))
+        index = H.to_tensor(index) if not isinstance(index, (list, tuple)) or index else \
+            H.to_tensor(np.zeros(0, np.int64))
     if index.dtype is _dt.int32:
-        index = F.cast(index, _dt.int64)
+        index = H.cast(index, _dt.int64)
     if index.dtype is not _dt.int64:
         raise RuntimeError(f"{what}(): Expected dtype int32/int64 for index, got {index.dtype}")
     return index
@@ -364,10 +362,8 @@ def gather(x, dim, index, *, sparse_grad=False):
 
 def scatter_add(x, dim, index, src):
     """Out of place ``x.scatter_add_(dim, index, src)``: ``out[index[i][j]][j] += src[i][j]``."""
-    from .._api import functional as F
-
     index = _as_index(index, "scatter_add")
-    src = F.to_tensor(src, x.dtype)
+    src = H.to_tensor(src, x.dtype)
     return SCATTER_ADD(x, index, src, dim=wrap_dim(dim, x.ndim))
 
 
@@ -391,13 +387,11 @@ def index_select(x, dim, index):
 
 def index_add(x, dim, index, source, *, alpha=1):
     """Out of place ``index_add_``: ``out[index[i]] += alpha * source[i]`` along ``dim``."""
-    from .._api import functional as F
-
     index = _vector_index(index, "index_add_")
     d = wrap_dim(dim, x.ndim)
-    source = F.to_tensor(source, x.dtype)
+    source = H.to_tensor(source, x.dtype)
     if alpha != 1:
-        source = F.mul(source, alpha)
+        source = H.mul(source, alpha)
     n = source.shape[d] if source.ndim else 1
     if index.shape[0] != n:
         raise IndexError(f"index_add_(): Number of indices ({index.shape[0]}) should be equal to "
@@ -416,6 +410,7 @@ def index_add(x, dim, index, source, *, alpha=1):
 
 def index_add_(x, dim, index, source, *, alpha=1):
     """In place ``index_add``; bumps ``x._version`` and rebases its autograd history."""
+    # (lazy: a true cycle, the in-place machinery of the surface stands above the ops)
     from .._api.tensor_methods import _inplace_source
     from ..core.views import assign
 
@@ -424,6 +419,7 @@ def index_add_(x, dim, index, source, *, alpha=1):
 
 
 def scatter_add_(x, dim, index, src):
+    # (lazy: a true cycle, the in-place machinery of the surface stands above the ops)
     from .._api.tensor_methods import _inplace_source
     from ..core.views import assign
 
@@ -451,30 +447,23 @@ def sort(x, dim=-1, descending=False, stable=False):
 
 def topk(x, k, dim=-1, largest=True, sorted=True):
     """The ``k`` largest (or smallest) elements along ``dim`` as ``(values, indices)``."""
-    from .._api.indexing import slice_dim
-
     d = wrap_dim(dim, x.ndim)
     n = x.shape[d] if x.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
     idx = argsort(x, d, descending=largest, stable=True)
-    idx = slice_dim(idx, d, 0, k, 1) if x.ndim else idx
+    idx = H.narrow(idx, d, 0, k) if x.ndim else idx
     idx = _copy(idx)  # a tensor of its own, not a view into the full argsort
     return topk_result(GATHER(x, idx, dim=d), idx)
 
 
 def _copy(t):
-    from .movement import COPY
-
     return COPY(t)
 
 
 def nonzero(x, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) tensor, or one vector per dim.
     The shape depends on the data, so tracing breaks the graph here."""
-    from ..core import tracing as trace
-    from ..core.tensor import Tensor
-
     trace.graph_break("nonzero / boolean mask indexing (the output shape depends on the data)")
     if not isinstance(x, Tensor):
         raise TypeError(f"nonzero(): argument 'input' must be Tensor, not {type(x).__name__}")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import creation
+from . import helpers as H
 from .registry import defop
 from .shapes import broadcast_shapes
 
@@ -156,9 +158,7 @@ SOLVE = defop("linalg_solve", infer=_infer_solve, impl=_lapack("solve", np.linal
 # symmetric matrices both expect, and reading the symmetric part makes PyTorch's gradient (a
 # symmetric matrix) the true derivative, which finite differences confirm in every direction.
 def _tril(x, diagonal=0):
-    from .._api.composites import tril
-
-    return tril(x, diagonal)
+    return H.tril(x, diagonal)
 
 
 def _sym(x):
@@ -172,8 +172,6 @@ def _phi(x):
 
 
 def _eye_like(x, n):
-    from ..core import creation
-
     return creation.eye(n, dtype=x.dtype)
 
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes as _dt
-from .decompositions import _f
+from ..core.creation import arange, eye
 from .decompositions import _matrices as _checked_matrices
 from .linalg import LinAlgError, MATMUL, SOLVE, _mT, _tril
+from . import helpers as H
 from .registry import defop
 
 
@@ -77,35 +78,27 @@ def _infer_lu_factor(a, check):
 
 # ----------------------------------------------------------------------------- the pieces the rules use
 def _triu(x, diagonal=0):
-    from .._api.composites import triu
-
-    return triu(x, diagonal)
+    return H.triu(x, diagonal)
 
 
 def permutation_matrix(perm, m, dtype):
     """``P`` (..., m, m) with ``P[perm[i], i] = 1`` from a permutation (..., m) (so that
     ``(P^T A)[i] = A[perm[i]]``)."""
-    from ..core.creation import arange
-
-    f = _f()
-    return f.cast(f.eq(f.unsqueeze(perm, -2), f.unsqueeze(arange(m), -1)), dtype)
+    return H.cast(H.eq(H.unsqueeze(perm, -2), H.unsqueeze(arange(m), -1)), dtype)
 
 
 def lu_parts(packed, m, n):
     """(P, L, U) of a packed factorization: P (..., m, m), L (..., m, k) unit lower, U (..., k, n)."""
-    f = _f()
     k = min(m, n)
-    lu = f.narrow(packed, -2, 0, m)
-    pivots = f.cast(f.narrow(f.narrow(packed, -2, m, 1), -1, 0, k), _dt.int32)
-    perm = LU_PERMUTATION(f.squeeze(pivots, -2), m=m)
+    lu = H.narrow(packed, -2, 0, m)
+    pivots = H.cast(H.narrow(H.narrow(packed, -2, m, 1), -1, 0, k), _dt.int32)
+    perm = LU_PERMUTATION(H.squeeze(pivots, -2), m=m)
     return (permutation_matrix(perm, m, packed.dtype),) + unit_lower_and_upper(lu, k)
 
 
 def unit_lower_and_upper(lu, k):
     """(L, U) of the compact LU block (..., m, n): L (..., m, k) its strict lower part with the
     implied unit diagonal, U (..., k, n) its upper part."""
-    from ..core.creation import eye
-
     strict_lower, upper = _split(lu, k)
     return strict_lower + eye(lu.shape[-2], k, dtype=lu.dtype), upper
 
@@ -113,24 +106,21 @@ def unit_lower_and_upper(lu, k):
 def _split(lu, k):
     """(the strict lower part of the first k columns, the upper part of the first k rows) of a
     compact (..., m, n) block: where L and U (or their cotangents) sit."""
-    f = _f()
-    return _tril(f.narrow(lu, -1, 0, k), -1), _triu(f.narrow(lu, -2, 0, k))
+    return _tril(H.narrow(lu, -1, 0, k), -1), _triu(H.narrow(lu, -2, 0, k))
 
 
 def _blocks(x, k, rows_first=True):
     """(top k rows or columns, the rest or None)."""
-    f = _f()
     dim = -2 if rows_first else -1
     size = x.shape[dim]
-    return f.narrow(x, dim, 0, k), (f.narrow(x, dim, k, size - k) if size > k else None)
+    return H.narrow(x, dim, 0, k), (H.narrow(x, dim, k, size - k) if size > k else None)
 
 
 def _lu_vjp(ctx, g):
     m, n = ctx.shapes[0][-2:]
     k = min(m, n)
-    f = _f()
     p, lower, upper = lu_parts(ctx.out, m, n)
-    g_lower, g_upper = _split(f.narrow(g, -2, 0, m), k)
+    g_lower, g_upper = _split(H.narrow(g, -2, 0, m), k)
     l1, l2 = _blocks(lower, k)
     u1, u2 = _blocks(upper, k, rows_first=False)
     gl1, gl2 = _blocks(g_lower, k)
@@ -145,16 +135,15 @@ def _lu_vjp(ctx, g):
     m_inner = _tril(low, -1) + _triu(up)
     top = SOLVE(_mT(l1), _mT(SOLVE(u1, _mT(m_inner))))  # L1^-T M U1^-T
     if u2 is not None:
-        top = f.cat([top, SOLVE(_mT(l1), gu2)], -1)
+        top = H.cat([top, SOLVE(_mT(l1), gu2)], -1)
     if l2 is not None:
-        top = f.cat([top, _mT(SOLVE(u1, _mT(gl2)))], -2)
+        top = H.cat([top, _mT(SOLVE(u1, _mT(gl2)))], -2)
     return (MATMUL(p, top),)
 
 
 def _lu_jvp(ctx, t):
     m, n = ctx.shapes[0][-2:]
     k = min(m, n)
-    f = _f()
     p, lower, upper = lu_parts(ctx.out, m, n)
     l1, l2 = _blocks(lower, k)
     u1, u2 = _blocks(upper, k, rows_first=False)
@@ -165,10 +154,10 @@ def _lu_jvp(ctx, t):
     dl1, du1 = MATMUL(l1, _tril(x, -1)), MATMUL(_triu(x), u1)
     packed = _tril(dl1, -1) + du1
     if u2 is not None:
-        packed = f.cat([packed, SOLVE(l1, d12 - MATMUL(dl1, u2))], -1)
+        packed = H.cat([packed, SOLVE(l1, d12 - MATMUL(dl1, u2))], -1)
     if l2 is not None:
-        packed = f.cat([packed, _right_solve_upper(bottom - MATMUL(l2, du1), u1)], -2)
-    return f.cat([packed, packed.new_zeros(tuple(packed.shape[:-2]) + (1, n))], -2)
+        packed = H.cat([packed, _right_solve_upper(bottom - MATMUL(l2, du1), u1)], -2)
+    return H.cat([packed, packed.new_zeros(tuple(packed.shape[:-2]) + (1, n))], -2)
 
 
 def _right_solve_upper(x, upper):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import creation
 from .registry import defop
 from .shapes import numel
 
@@ -154,8 +155,6 @@ def _cat_vjp(ctx, g):
 
 
 def _cat_jvp(ctx, *ts):
-    from ..core import creation
-
     parts = [t if t is not None else creation.zeros(s, dtype=d)
              for t, s, d in zip(ts, ctx.shapes, ctx.dtypes)]
     return CAT(*parts, dim=ctx.dim)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import creation
 from ..core import dtypes as _dt
 from .registry import defop
 from .shapes import reduced_shape
@@ -69,8 +70,6 @@ def _prod_jvp(ctx, t):
 def _prod_of_others(x, shape, dim):
     """For each element, the product of the other elements of its reduction group: a product
     with x_i replaced by 1 (no division, so zeros are handled; O(n^2) in the reduced size)."""
-    from ..core import creation
-
     others = [d for d in range(len(shape)) if d not in dim]
     perm = others + list(dim)
     flat = x.permute(perm).reshape([shape[d] for d in others] + [-1])

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import creation
 from ..core import dtypes as _dt
+from ..core.grad_state import is_grad_enabled
+from .helpers import where
 from .registry import defop
 
 
@@ -69,9 +72,6 @@ def _cumprod_vjp(ctx, g):
     # product without x_z, that is the running product with x_z replaced by 1. Past z the
     # gradient is 0, but not its derivative: when this gradient is itself differentiated
     # (grad mode on, create_graph), the quadratic formula instead. (PyTorch's cumprod_backward)
-    from ..autograd.grad_mode import is_grad_enabled
-    from .._api.functional import where
-
     x, out, dim = ctx.input(0), ctx.out, ctx.dim
     if is_grad_enabled():
         return (_cumprod_vjp_quadratic(x, g, dim),)
@@ -85,9 +85,6 @@ def _cumprod_vjp(ctx, g):
 def _cumprod_vjp_quadratic(x, g, dim):
     """``grad_k = sum over j >= k of g_j * prod over i <= j, i != k of x_i``: a running product
     per k along a new axis (O(n^2) memory along ``dim``), differentiable to any order."""
-    from ..core import creation
-    from .._api.functional import where
-
     n = x.shape[dim]
     k, i = creation.arange(n).reshape(n, 1), creation.arange(n)
     x_without_k = where(k == i, 1.0, x.movedim(dim, -1).unsqueeze(-2))  # [..., k, i]
@@ -98,8 +95,6 @@ def _cumprod_vjp_quadratic(x, g, dim):
 def _cumprod_jvp(ctx, t):
     # before the first zero: out * cumsum(t / x); from the first zero z on only t_z moves the
     # product: t_z times the product without x_z
-    from .._api.functional import where
-
     x, out, dim = ctx.input(0), ctx.out, ctx.dim
     before, first_zero = _zero_split(x, dim)
     t_zero = where(first_zero, t, 0.0).sum(dim, keepdim=True)
@@ -127,9 +122,6 @@ def scan_indices(x, values, dim):
     """The indices ``cummax``/``cummin`` return: for each position, the latest position at or
     before it where ``x`` equals the running extreme ``values`` (or is NaN), as PyTorch's
     kernels compare with ``>=``/``<=``. An int64 tensor of ``x``'s shape."""
-    from ..core import creation
-    from .._api.functional import where
-
     shape = [1] * x.ndim
     shape[dim] = x.shape[dim]
     positions = creation.arange(x.shape[dim]).reshape(shape)
@@ -140,8 +132,6 @@ def scan_indices(x, values, dim):
 
 
 def _extreme_vjp(ctx, g):
-    from ..core import creation
-
     index = scan_indices(ctx.input(0), ctx.out, ctx.dim)
     return (creation.zeros_like(g).scatter_add(ctx.dim, index, g),)
 
@@ -165,8 +155,6 @@ def _signed_log(v, positive):
     """``log |v|`` where ``v`` has the sign asked for, and the dtype's lowest finite number
     elsewhere (not -inf: the rules below subtract logs, and -inf - -inf is NaN). The log never
     sees a zero or the wrong sign, so its own gradient stays finite (no 0 * inf under where)."""
-    from .._api.functional import where
-
     keep = v > 0 if positive else v < 0
     return where(keep, where(keep, v.abs(), 1.0).log(), float(_dt.finfo(v.dtype).min))
 

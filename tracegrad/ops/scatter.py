@@ -21,6 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from .index import GATHER, SCATTER_ADD, _as_index, _check_bounds, _grid, _infer_scatter, _pad_to, _zeros
+from ..core.tensor import Tensor
+from . import helpers as H
+from .movement import SLICE
 from .registry import defop
 from .shapes import wrap_dim
 
@@ -49,8 +52,6 @@ def _scatter_impl(x, idx, src, dim, reduce=None):
 
 
 def _src_used(ctx):
-    from .movement import SLICE
-
     src, idx = ctx.input(2), ctx.input(1)
     if tuple(src.shape) == tuple(idx.shape):
         return src
@@ -86,8 +87,6 @@ def _local_derivatives(ctx):
     """``(d out / d x, d out[index] / d src)`` at every element, from which both the VJP and
     the JVP follow (PyTorch's scatter_reduce_backward): the extremes share the derivative
     among ties; a product's is the product of the others, also through zeros."""
-    from .._api.functional import where
-
     x, idx, out, dim, reduce = ctx.input(0), ctx.input(1), ctx.out, ctx.dim, ctx.reduce
     src = _src_used(ctx)
     if reduce in ("amax", "amin"):
@@ -95,15 +94,15 @@ def _local_derivatives(ctx):
         src_is = (src == GATHER(out, idx, dim=dim)).to(x.dtype)
         ties = SCATTER_ADD(self_is, idx, src_is, dim=dim)
         return self_is / ties, src_is / GATHER(ties, idx, dim=dim)
-    masked_x = where(x == 0, 1.0, x)
+    masked_x = H.where(x == 0, 1.0, x)
     d_self = SCATTER_REDUCE(masked_x, idx, src, dim=dim, reduce="prod") / masked_x
     src_zero = src == 0
     zeros_there = GATHER(SCATTER_ADD(_zeros(ctx.shapes[0], x.dtype), idx, src_zero.to(x.dtype), dim=dim),
                          idx, dim=dim)
     single_zero = src_zero & (zeros_there == 1)
-    without_zero = SCATTER_REDUCE(x, idx, where(single_zero, 1.0, src), dim=dim, reduce="prod")
-    d_src = where(single_zero, GATHER(without_zero, idx, dim=dim),
-                  GATHER(out, idx, dim=dim) / where(src_zero, 1.0, src))
+    without_zero = SCATTER_REDUCE(x, idx, H.where(single_zero, 1.0, src), dim=dim, reduce="prod")
+    d_src = H.where(single_zero, GATHER(without_zero, idx, dim=dim),
+                  GATHER(out, idx, dim=dim) / H.where(src_zero, 1.0, src))
     return d_self, d_src
 
 
@@ -140,12 +139,9 @@ SCATTER_REDUCE = defop(
 
 # ----------------------------------------------------------------------------- public functions
 def _operands(x, dim, index, src, what):
-    from .._api import functional as F
-    from ..core.tensor import Tensor
-
     index = _as_index(index, what)
     if not isinstance(src, Tensor):  # (a number: written everywhere index points)
-        src = F.expand(F.to_tensor(src, x.dtype), tuple(index.shape))
+        src = H.expand(H.to_tensor(src, x.dtype), tuple(index.shape))
     elif src.dtype is not x.dtype:
         raise RuntimeError(f"{what}(): Expected self.dtype to be equal to src.dtype, got {x.dtype} "
                            f"and {src.dtype}")
@@ -176,25 +172,22 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """``input`` with each element of ``src`` combined into the position ``index`` names along
     ``dim``: ``reduce`` is ``"sum" "prod" "mean" "amax" "amin"``; ``include_self=False`` leaves
     the targets' own values out (positions no index names keep them)."""
-    from .._api import functional as F
-    from .._api import arithmetic as MX
-
     index, src, dim = _operands(input, dim, index, src, "scatter_reduce")
     if reduce not in _IDENTITY:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     base = input
     if not include_self:  # the targets start from the reduction's identity instead
         written = SCATTER(_zeros(tuple(input.shape), input.dtype), index,
-                          F.expand(F.to_tensor(1, input.dtype), tuple(index.shape)), dim=dim) != 0
-        base = F.where(written, _identity(reduce, input.dtype), input)
+                          H.expand(H.to_tensor(1, input.dtype), tuple(index.shape)), dim=dim) != 0
+        base = H.where(written, _identity(reduce, input.dtype), input)
     if reduce in ("sum", "mean"):
         out = SCATTER_ADD(base, index, src, dim=dim)
         if reduce == "sum":
             return out
-        ones = F.expand(F.to_tensor(1, input.dtype), tuple(index.shape))
+        ones = H.expand(H.to_tensor(1, input.dtype), tuple(index.shape))
         count = SCATTER_ADD(_zeros(tuple(input.shape), input.dtype), index, ones, dim=dim)
-        count = count + 1 if include_self else F.where(count == 0, 1, count)
-        return MX.floor_divide(out, count) if not input.dtype.is_floating_point else out / count
+        count = count + 1 if include_self else H.where(count == 0, 1, count)
+        return H.floor_divide(out, count) if not input.dtype.is_floating_point else out / count
     return SCATTER_REDUCE(base, index, src, dim=dim, reduce=reduce)
 
 
@@ -212,6 +205,7 @@ def _identity(reduce, dtype):
 
 def scatter_(input, dim, index, src=None, *, value=None, reduce=None):
     """In place ``scatter``."""
+    # (lazy: a true cycle, the in-place machinery of the surface stands above the ops)
     from .._api.tensor_methods import _inplace_source
 
     base = _inplace_source(input, *[s for s in (src, value) if s is not None])
@@ -220,6 +214,7 @@ def scatter_(input, dim, index, src=None, *, value=None, reduce=None):
 
 def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
     """In place ``scatter_reduce``."""
+    # (lazy: a true cycle, the in-place machinery of the surface stands above the ops)
     from .._api.tensor_methods import _inplace_source
 
     return _assign(input, scatter_reduce(_inplace_source(input, src), dim, index, src, reduce,
@@ -227,6 +222,6 @@ def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
 
 
 def _assign(target, value):
-    from ..core.views import assign
+    from ..core.views import assign  # (lazy: a true cycle, as _inplace_source's above)
 
     return assign(target, value)

@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 
+from ..core import dtypes as _dt
 from .elementwise import _infer_binary, _quiet, binary, on_floats, unary
 from .registry import defop, raise_no_derivative
 
@@ -109,9 +110,7 @@ def _infer_polygamma(x, n):
 
 
 def _float():
-    from ..core import dtypes
-
-    return dtypes.get_default_dtype()
+    return _dt.get_default_dtype()
 
 
 POLYGAMMA = defop(
