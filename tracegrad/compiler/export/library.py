@@ -1,4 +1,4 @@
-"""``tg.export``: ahead-of-time export of a captured function as a standalone C library.
+"""``tg.export``: ahead-of-time export of a captured function as a standalone C (or CUDA) library.
 
 The function is captured as ``tg.compile(..., fullgraph=True)`` would capture it (a graph break
 raises CompileError), lowered by the C backend (the same lowering and templates, rendered
@@ -14,7 +14,9 @@ optimizer step, in-place modified arguments, assigned ``.grad``). Non-tensor arg
 baked into the code. ``split=True`` writes a library with ``<name>_forward`` (the results, then
 the saved tensors) and ``<name>_backward`` (saved tensors and incoming gradients -> gradients
 of the differentiable inputs), see :class:`SplitExportedProgram`. ``dynamic=True`` makes the
-batch size a runtime value of the library (export_dynamic.py). See docs/export.md.
+batch size a runtime value of the library (export_dynamic.py). ``backend="cuda"`` lowers with
+the CUDA backend and writes a ``.cu`` library on device pointers with the same ABI and checks
+(cuda.py; what differs between the targets is in targets.py). See docs/export.md, docs/cuda.md.
 
 >>> import tracegrad as tg
 >>> ep = tg.export(lambda x: (x * x).sum(), tg.ones(3), name="sumsq")
@@ -26,6 +28,7 @@ batch size a runtime value of the library (export_dynamic.py). See docs/export.m
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import os
 import re
@@ -119,7 +122,8 @@ def _dim_c(a, c, var):
 
 
 def export(fn, *example_args, backend="c", name=None, dynamic=False, split=False, **example_kwargs):
-    """Capture ``fn(*example_args)`` and return an :class:`ExportedProgram`.
+    """Capture ``fn(*example_args)`` and return an :class:`ExportedProgram`. ``backend``: "c"
+    (a C library on host memory) or "cuda" (a ``.cu`` library on device pointers, docs/cuda.md).
 
     >>> import tracegrad as tg
     >>> W = tg.ones(2, 3, requires_grad=True)
@@ -130,10 +134,12 @@ def export(fn, *example_args, backend="c", name=None, dynamic=False, split=False
     >>> [n for n, _, _ in ep.signature["inputs"]], [n for n, _, _ in ep.signature["outputs"]]
     (['x', 'W'], ['result[0]', 'result[1]'])
     """
-    if backend != "c":
-        raise ValueError(f"tg.export: backend must be 'c', got {backend!r}")
+    from .targets import target_for
+
+    target = target_for(backend)  # what is particular to C or CUDA (targets.py, cuda.py)
     name = name or getattr(fn, "__name__", None) or "exported"
     check_export_name(name)  # it becomes C identifiers and file names (backends/c/text.py)
+    target.check_name(name)
     if name.lower() in _SYSTEM_HEADERS:
         raise ValueError(f"tg.export: name {name!r} would write {name}.h, which hides the C library's "
                          f"<{name.lower()}.h> from programs compiled with -I <library directory>: expected another "
@@ -141,11 +147,12 @@ def export(fn, *example_args, backend="c", name=None, dynamic=False, split=False
     if dynamic:  # the leading size of the batch arguments is a runtime value (export_dynamic.py)
         from .dynamic import export_dynamic
 
+        target.check_dynamic(name)
         return export_dynamic(fn, example_args, example_kwargs, name, split)
     if split:
-        return SplitExportedProgram(name, *_capture_split(fn, example_args, example_kwargs, name))
+        return SplitExportedProgram(name, *_capture_split(fn, example_args, example_kwargs, name, target))
     graph, inputs, outputs = _capture(fn, example_args, example_kwargs, name)
-    return ExportedProgram(name, graph, inputs, outputs)
+    return ExportedProgram(name, graph, inputs, outputs, target)
 
 
 def _capture(fn, args, kwargs, name, full=False):
@@ -261,6 +268,16 @@ def _c_values(arr, dtype):
     return ", ".join(str(int(x)) for x in flat.tolist())
 
 
+class ExampleBuffer(NamedTuple):
+    """One buffer of the generated example program: its C variable, the tensor it holds, the
+    comment above it and the C expression of element ``i`` it is filled with (None: zeros)."""
+
+    var: str
+    spec: TensorSpec
+    comment: str
+    fill: str | None
+
+
 class ExportedProgram:
     """The result of :func:`export`: ``name``, ``signature`` ({"inputs": [(name, shape,
     dtype name)], "outputs": [...]}), ``inputs``/``outputs`` (TensorSpec lists), ``graph`` (the
@@ -269,25 +286,19 @@ class ExportedProgram:
     dynamic = False  # dynamic=True: see export_dynamic.DynamicExportedProgram
     filled = ()  # (constant index, dims, value) of constants filled per call (dynamic only)
 
-    def __init__(self, name, graph, inputs, outputs):
-        from ..backends import c
-        from ..backends.c.lower import lower
+    def __init__(self, name, graph, inputs, outputs, target=None):
         from ..api import CompileError
+        from .targets import target_for
 
         self.name, self.graph, self.inputs, self.outputs = name, graph, inputs, outputs
+        self.target = target or target_for("c")
         self.NAME = name.upper()
         collectives = sorted({n.op.name for n in graph.nodes if n.op.kind == "collective"})
         if collectives:  # (compiled programs get the collective's function pointer from tracegrad's loader)
             raise CompileError(f"tg.export: {name} holds {', '.join(collectives)}, which an exported library "
                                "cannot run: it has no MPI of its own (tracegrad.distributed)")
-        if not self.dynamic:
-            try:
-                # openmp=True only adds pragmas; the Makefile's OPENMP switch decides whether they act
-                self.plan = lower(graph, {"openmp": True})
-            except c.Unsupported as e:
-                raise CompileError(f"tg.export: the C backend cannot compile {name}: {e}") from None
-            self.kernel = c.render(self.plan, graph.name, export=name)
-            self.workspace = self.plan.workspace
+        if not self.dynamic:  # (dynamic.py plans its own, at every batch size)
+            self.plan, self.kernel, self.workspace = self.target.lower(graph, name)
         used = set()
         for t in inputs + outputs:
             base = f"{name.upper()}_{'IN' if t.kind == 'in' else 'OUT'}_" + \
@@ -313,39 +324,25 @@ class ExportedProgram:
         return [np.array(t.source(), copy=True) for t in self.outputs if t.role == "updated"]
 
     def __str__(self):
-        lines = [f"ExportedProgram {self.name} (C ABI, workspace {self.workspace} bytes)"]
+        lines = [f"ExportedProgram {self.name} ({self.target.abi}, workspace {self.workspace} bytes)"]
         lines += [f"  input  {t.index}: {t.name}: {t.type_str} ({t.role})" for t in self.inputs]
         lines += [f"  output {t.index}: {t.name}: {t.type_str} ({t.role})" for t in self.outputs]
         return "\n".join(lines)
 
     __repr__ = __str__
 
-    def example_c(self):
-        """A complete C program that calls the library once and prints the outputs."""
-        n = self.name
-        lines = ["#include <stdio.h>", "#include <stdlib.h>", f'#include "{n}.h"', "",
-                 "int main(void) {"] + self._example_batch()
+    def example_source(self):
+        """A complete program that calls the library once and prints element 0 of every output
+        (C; for backend="cuda" a C++ host program on device copies of the buffers)."""
+        bufs, arrays = [], []
         for group, specs in (("in", self.inputs), ("out", self.outputs)):
             for t in specs:
-                c = t.dtype.c_type
-                lines.append(f"  /* {group}put {t.index}: {t.name_c} {t.type_str} */")
-                lines.append(f"  const int64_t {group}{t.index}_shape[] = {t.shape_ref};")
-                lines.append(f"  {c} *{group}{t.index} = ({c} *)calloc({t.numel_ref} + 1, sizeof({c}));")
-                if group == "in" and t.dtype.is_floating_point:
-                    lines.append(f"  for (int64_t i = 0; i < {t.numel_ref}; i++) in{t.index}[i] = "
-                                 f"({c})(0.01 * (double)(i % 17));")
-        for group, specs in (("in", self.inputs), ("out", self.outputs)):
-            items = ", ".join(f"{{{group}{t.index}, {t.macro}_DTYPE, {t.macro}_NDIM, {group}{t.index}_shape}}"
-                              for t in specs) or "{0}"
-            lines.append(f"  tg_tensor {group}puts[] = {{{items}}};")
-        lines += [f"  if ({n}(inputs, {n.upper()}_N_INPUTS, outputs, {n.upper()}_N_OUTPUTS) != 0) {{",
-                  f'    fprintf(stderr, "%s\\n", {n}_last_error());', "    return 1;", "  }"]
-        for t in self.outputs:
-            fmt, cast = ("%g", "(double)") if t.dtype.is_floating_point else ("%lld", "(long long)")
-            lines.append(f'  printf("{t.name_c}[0] = {fmt}\\n", {cast}out{t.index}[0]);')
-        lines += [f"  free({g}{t.index});" for g, s in (("in", self.inputs), ("out", self.outputs)) for t in s]
-        lines += ["  return 0;", "}"]
-        return "\n".join(lines)
+                fill = "0.01 * (double)(i % 17)" if group == "in" and t.dtype.is_floating_point else None
+                bufs.append(ExampleBuffer(f"{group}{t.index}", t, f"{group}put {t.index}: {t.name_c} {t.type_str}",
+                                          fill))
+            arrays.append((f"{group}puts", [(f"{group}{t.index}", t) for t in specs]))
+        return self.target.example(self.name, self._example_batch(), bufs, arrays, [(self, "inputs", "outputs")],
+                                   [(f"out{t.index}", t) for t in self.outputs])
 
     def _example_batch(self):
         """Lines declaring the batch size the example calls a dynamic export with."""
@@ -353,7 +350,7 @@ class ExportedProgram:
 
     def files(self):
         """{file name: text} of the library directory."""
-        return render_library(self.name, [self], self.example_c())
+        return render_library(self.name, [self], self.example_source())
 
     def save(self, directory):
         """Write the library's sources into ``directory`` (created if needed); returns its path."""
@@ -379,7 +376,9 @@ def _jinja_env():
 
 def render_library(name, entries, example, kind=""):
     """{file name: text} of a library ``name`` whose entry points are ``entries``
-    (ExportedPrograms): one header, one ``<entry>.c`` per entry, Makefile, CMake, README."""
+    (ExportedPrograms of one target): one header, one ``<entry>.c`` (``.cu``) per entry,
+    Makefile, CMake, README, the example program and what the target adds."""
+    target = entries[0].target
     env = _jinja_env()
     files, sources = {}, []
     for e in entries:
@@ -398,26 +397,27 @@ def render_library(name, entries, example, kind=""):
                    outputs=e.outputs, workspace=e.workspace, kernel=e.kernel, consts=consts,
                    n_slots=max(len(e.inputs) + len(consts) + len(e.outputs), 1),
                    dynamic=e.dynamic, batch_input=getattr(e, "batch_input", None),
-                   max_ndim=max([len(t.shape) for t in e.inputs + e.outputs] + [1]))
-        files[f"{e.name}.c"] = env.get_template("export_wrapper.c.j2").render(ctx)
+                   max_ndim=max([len(t.shape) for t in e.inputs + e.outputs] + [1]),
+                   thread_local=target.thread_local)
+        files[f"{e.name}.{target.ext}"] = env.get_template(target.template("wrapper")).render(ctx)
         sources.append(e.name)
-    ctx = dict(name=name, NAME=name.upper(), entries=entries, sources=sources, kind=kind,
+    ctx = dict(name=name, NAME=name.upper(), entries=entries, sources=sources, kind=kind, target=target,
                graph_name=comment_text(entries[0].graph.name))
     return {f"{name}.h": env.get_template("export_header.h.j2").render(ctx), **files,
-            "Makefile": env.get_template("export_Makefile.j2").render(ctx),
-            "CMakeLists.txt": env.get_template("export_CMakeLists.txt.j2").render(ctx),
-            "README.md": env.get_template("export_README.md.j2").render(ctx, example=example),
-            "example.c": example + "\n"}
+            "Makefile": env.get_template(target.template("Makefile")).render(ctx),
+            "CMakeLists.txt": env.get_template(target.template("CMakeLists.txt")).render(ctx),
+            "README.md": env.get_template(target.template("README.md")).render(ctx, example=example),
+            target.example_file: example + "\n", **target.extra_files()}
 
 
 # ----------------------------------------------------------------------------- split=True
-def _capture_split(fn, args, kwargs, name):
+def _capture_split(fn, args, kwargs, name, target):
     """Trace, differentiate, optimise and partition as ``tg.compile`` does for differentiable
     outputs (compiler.capture_program); returns the forward and backward entry points as
     ExportedPrograms ``<name>_forward`` and ``<name>_backward``."""
     (fwd, in_specs, f_out), (bwd, b_in, b_out), _ = _split_parts(fn, args, kwargs, name)
-    return ExportedProgram(f"{name}_forward", fwd, in_specs, f_out), \
-        ExportedProgram(f"{name}_backward", bwd, b_in, b_out)
+    return ExportedProgram(f"{name}_forward", fwd, in_specs, f_out, target), \
+        ExportedProgram(f"{name}_backward", bwd, b_in, b_out, target)
 
 
 def _split_parts(fn, args, kwargs, name, keep_trace_text=False):
@@ -492,55 +492,37 @@ class SplitExportedProgram:
         return self.forward.example_inputs()
 
     def __str__(self):
-        return (f"SplitExportedProgram {self.name} (C ABI: {self.forward.name}, {self.backward.name})\n"
+        return (f"SplitExportedProgram {self.name} ({self.forward.target.abi}: {self.forward.name}, "
+                f"{self.backward.name})\n"
                 + str(self.forward) + "\n" + str(self.backward))
 
     __repr__ = __str__
 
-    def example_c(self):
-        """A complete C program: forward, then backward with gradients of ones."""
+    def example_source(self):
+        """A complete program: forward, then backward with gradients of ones (C; for
+        backend="cuda" a C++ host program on device copies of the buffers)."""
         f, b = self.forward, self.backward
         n_res = sum(t.role == "result" for t in f.outputs)
-        lines = ["#include <stdio.h>", "#include <stdlib.h>", f'#include "{self.name}.h"', "",
-                 "int main(void) {"] + f._example_batch()
-        bufs = [("fi", t) for t in f.inputs] + [("fo", t) for t in f.outputs] \
-            + [("bi", t) for t in b.inputs[len(f.outputs) - n_res:]] + [("bo", t) for t in b.outputs]
-        for tag, t in bufs:
-            c = t.dtype.c_type
-            lines.append(f"  /* {t.name_c} {t.type_str} */")
-            lines.append(f"  const int64_t {tag}{t.index}_shape[] = {t.shape_ref};")
-            lines.append(f"  {c} *{tag}{t.index} = ({c} *)calloc({t.numel_ref} + 1, sizeof({c}));")
-            if (tag == "fi" and t.dtype.is_floating_point) or tag == "bi":
-                val = "1" if tag == "bi" else "0.01 * (double)(i % 17)"
-                lines.append(f"  for (int64_t i = 0; i < {t.numel_ref}; i++) {tag}{t.index}[i] = ({c})({val});")
-
-        def items(specs, tag):
-            return ", ".join(f"{{{tag}{t.index}, {t.macro}_DTYPE, {t.macro}_NDIM, {tag}{t.index}_shape}}"
-                             for t in specs) or "{0}"
         n_saved = len(f.outputs) - n_res
-        # the backward's saved inputs are the forward's saved outputs: the same buffers
-        saved_items = ", ".join(
-            f"{{fo{n_res + j}, {t.macro}_DTYPE, {t.macro}_NDIM, fo{n_res + j}_shape}}"
-            for j, t in enumerate(b.inputs[:n_saved]))
-        grads = items(b.inputs[n_saved:], "bi")
-        lines.append(f"  tg_tensor f_in[] = {{{items(f.inputs, 'fi')}}};")
-        lines.append(f"  tg_tensor f_out[] = {{{items(f.outputs, 'fo')}}};")
-        lines.append(f"  tg_tensor b_in[] = {{{', '.join(x for x in (saved_items, grads) if x)}}};")
-        lines.append(f"  tg_tensor b_out[] = {{{items(b.outputs, 'bo')}}};")
-        for e, i, o in ((f, "f_in", "f_out"), (b, "b_in", "b_out")):
-            lines += [f"  if ({e.name}({i}, {e.NAME}_N_INPUTS, {o}, {e.NAME}_N_OUTPUTS) != 0) {{",
-                      f'    fprintf(stderr, "%s\\n", {e.name}_last_error());', "    return 1;", "  }"]
-        for tag, specs in (("fo", f.outputs[:n_res]), ("bo", b.outputs)):
+        bufs = []
+        for tag, specs in (("fi", f.inputs), ("fo", f.outputs), ("bi", b.inputs[n_saved:]), ("bo", b.outputs)):
             for t in specs:
-                fmt, cast = ("%g", "(double)") if t.dtype.is_floating_point else ("%lld", "(long long)")
-                lines.append(f'  printf("{t.name_c}[0] = {fmt}\\n", {cast}{tag}{t.index}[0]);')
-        lines += [f"  free({tag}{t.index});" for tag, t in bufs]
-        lines += ["  return 0;", "}"]
-        return "\n".join(lines)
+                fill = "1" if tag == "bi" else "0.01 * (double)(i % 17)" \
+                    if tag == "fi" and t.dtype.is_floating_point else None
+                bufs.append(ExampleBuffer(f"{tag}{t.index}", t, f"{t.name_c} {t.type_str}", fill))
+        # the backward's saved inputs are the forward's saved outputs: the same buffers
+        arrays = [("f_in", [(f"fi{t.index}", t) for t in f.inputs]),
+                  ("f_out", [(f"fo{t.index}", t) for t in f.outputs]),
+                  ("b_in", [(f"fo{n_res + j}", t) for j, t in enumerate(b.inputs[:n_saved])]
+                   + [(f"bi{t.index}", t) for t in b.inputs[n_saved:]]),
+                  ("b_out", [(f"bo{t.index}", t) for t in b.outputs])]
+        prints = [(f"fo{t.index}", t) for t in f.outputs[:n_res]] + [(f"bo{t.index}", t) for t in b.outputs]
+        return f.target.example(self.name, f._example_batch(), bufs, arrays,
+                                [(f, "f_in", "f_out"), (b, "b_in", "b_out")], prints)
 
     def files(self):
         """{file name: text} of the library directory."""
-        return render_library(self.name, [self.forward, self.backward], self.example_c(),
+        return render_library(self.name, [self.forward, self.backward], self.example_source(),
                               kind="split forward/backward")
 
     save = ExportedProgram.save
