@@ -1,9 +1,10 @@
 """tracegrad ``backend="c"`` against its peers on the workloads of ../shared/BENCHMARKS.md (and
 ``cnn``, a small convolutional net of our own: workloads.make_cnn; ``transformer``, one block's
-training step of issue 26: workloads.make_transformer, run only when named), side by side in one process, with ratios (the machines are shared and noisy: ratios measured
+training step of issue 26: workloads.make_transformer; ``gpt``, a GPT-style step:
+workloads.make_gpt; ``lenet5``: workloads.make_lenet5; these three run only when named), side by side in one process, with ratios (the machines are shared and noisy: ratios measured
 together mean more than absolute times).
 
-    python benchmarks/bench_workloads.py [--workloads tiny,custom,chain,medium,cnn,transformer,compile,overhead]
+    python benchmarks/bench_workloads.py [--workloads tiny,custom,chain,medium,cnn,transformer,gpt,lenet5,compile,overhead]
                                          [--steps 50] [--rounds 5] [--no-torch-compile]
 
 Timing: the contenders of a workload take turns, ``--rounds`` rounds of ``--steps`` steps each
@@ -97,6 +98,35 @@ def torch_step(name, compiled=False):
         def step():
             opt.zero_grad()
             loss = F.mse_loss(model(xd), yd)
+            loss.backward()
+            opt.step()
+            return loss
+    elif name == "gpt":
+        import workloads
+
+        sz = workloads.GPT_SIZES
+        torch.manual_seed(0)
+        model = workloads.gpt(torch, sz["vocab"], sz["n_embd"], sz["n_head"], sz["n_layer"], sz["block_size"])
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+        idx, targets = (torch.from_numpy(a) for a in workloads.gpt_data(sz["batch"], sz["block_size"], sz["vocab"]))
+
+        def step():
+            opt.zero_grad()
+            loss = model(idx, targets)
+            loss.backward()
+            opt.step()
+            return loss
+    elif name == "lenet5":
+        import workloads
+
+        torch.manual_seed(0)
+        model = workloads.lenet5(torch)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        xd, yd = (torch.from_numpy(a) for a in workloads.lenet5_data())
+
+        def step():
+            opt.zero_grad()
+            loss = F.cross_entropy(model(xd), yd)
             loss.backward()
             opt.step()
             return loss
@@ -247,7 +277,8 @@ def main(argv=None):
             rows.append(("compile (tiny first call)", f"cold {cold['first_call']*1e3:.0f} ms", f"warm {warm['first_call']*1e3:.0f} ms", "", "", ""))
             print(rows[-1], flush=True)
             continue
-        steps = args.steps if name not in ("chain", "medium", "cnn", "transformer") else max(4, args.steps // 10)
+        steps = args.steps if name not in ("chain", "medium", "cnn", "transformer", "gpt", "lenet5") \
+            else max(4, args.steps // 10)
         contenders = {"tg": tg_step(name)[0]}
         if jax is not None:
             import jax_workloads

@@ -114,7 +114,72 @@ def make_chain(n=1 << 22):
     return step
 
 
-WORKLOADS = {"tiny": make_tiny, "medium": make_medium, "chain": make_chain}
+def _adam(lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
+    """(init(params) -> state, step(loss_fn) -> jitted (state, *data) -> (state, loss)): Adam
+    as torch.optim.Adam computes it, over any pytree of parameters."""
+    import jax
+    import jax.numpy as jnp
+
+    tm = jax.tree_util.tree_map
+
+    def init(params):
+        return (params, tm(jnp.zeros_like, params), tm(jnp.zeros_like, params), jnp.float32(0))
+
+    def make(loss_fn):
+        def adam_step(state, *data):
+            params, m, v, t = state
+            loss, grads = jax.value_and_grad(loss_fn)(params, *data)
+            t = t + 1
+            m = tm(lambda m, g: b1 * m + (1 - b1) * g, m, grads)
+            v = tm(lambda v, g: b2 * v + (1 - b2) * g * g, v, grads)
+            c1, c2 = 1 - b1 ** t, 1 - b2 ** t
+            params = tm(lambda p, m, v: p - lr * (m / c1) / (jnp.sqrt(v / c2) + eps), params, m, v)
+            return (params, m, v, t), loss
+
+        return jax.jit(adam_step, donate_argnums=0)
+
+    return init, make
+
+
+def make_lenet5(batch=64):
+    """workloads.lenet5 in JAX: NCHW convolutions (lax.conv_general_dilated), 2x2 max-pooling
+    (lax.reduce_window), ReLU, three dense layers; cross entropy; Adam lr 1e-3."""
+    import jax
+    import jax.numpy as jnp
+
+    def conv_init(key, out_c, in_c, k):
+        bound = 1.0 / np.sqrt(in_c * k * k)
+        k1, k2 = jax.random.split(key)
+        return (jax.random.uniform(k1, (out_c, in_c, k, k), minval=-bound, maxval=bound),
+                jax.random.uniform(k2, (out_c,), minval=-bound, maxval=bound))
+
+    def conv(x, wb, pad):
+        y = jax.lax.conv_general_dilated(x, wb[0], (1, 1), [(pad, pad), (pad, pad)],
+                                         dimension_numbers=("NCHW", "OIHW", "NCHW"))
+        return y + wb[1][None, :, None, None]
+
+    def pool(x):
+        return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+
+    def loss(params, x, y):
+        c1, c2, dense = params
+        h = pool(jax.nn.relu(conv(x, c1, 2)))
+        h = pool(jax.nn.relu(conv(h, c2, 0))).reshape(x.shape[0], -1)
+        for k, (w, b) in enumerate(dense):
+            h = h @ w + b
+            if k < len(dense) - 1:
+                h = jax.nn.relu(h)
+        logp = jax.nn.log_softmax(h)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
+    params = (conv_init(k1, 6, 1, 5), conv_init(k2, 16, 6, 5), _init_mlp([400, 120, 84, 10], k3))
+    x, y = _data(batch, 28 * 28, 10)
+    init, make = _adam()
+    return _runner(make(loss), init(params), jnp.asarray(x.reshape(batch, 1, 28, 28)), jnp.asarray(y))
+
+
+WORKLOADS = {"tiny": make_tiny, "medium": make_medium, "chain": make_chain, "lenet5": make_lenet5}
 
 
 def make(name):

@@ -183,5 +183,89 @@ def make_transformer(backend="c", batch=16, options=None):
     return step, tuple(tg.from_numpy(a) for a in transformer_data(batch))
 
 
+def lenet5(lib):
+    """LeNet-5 as ../shared/BENCHMARKS.md has it (5x5 convolutions, max-pooling, ReLU, three
+    Linears) for 1x28x28 images: the first convolution pads by 2, as LeNet's 32x32 input."""
+    nn = lib.nn
+    return nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(16 * 5 * 5, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+                         nn.Linear(84, 10))
+
+
+def lenet5_data(batch=64, seed=0):
+    """(images (batch, 1, 28, 28), labels) as NumPy arrays."""
+    x, y = _data(batch, 28 * 28, 10, seed)
+    return x.numpy().reshape(batch, 1, 28, 28), y.numpy()
+
+
+def make_lenet5(backend="c", batch=64, options=None):
+    """LeNet-5's training step: cross entropy, Adam lr 1e-3, batch 64."""
+    tg.manual_seed(0)
+    model = lenet5(tg)
+    step = _classifier_step(model, tg.optim.Adam(model.parameters(), lr=1e-3), backend, options)
+    return step, tuple(tg.from_numpy(a) for a in lenet5_data(batch))
+
+
+GPT_SIZES = {"vocab": 512, "n_embd": 128, "n_head": 4, "n_layer": 2, "block_size": 64, "batch": 16}
+
+
+def gpt(lib, vocab=512, n_embd=128, n_head=4, n_layer=2, block_size=64):
+    """A GPT over ``lib`` (tracegrad or torch, one definition for both): token and position
+    embeddings, ``n_layer`` of transformer_block's blocks, a final LayerNorm and a head tied to
+    the token embedding; ``model(idx, targets)`` is the mean cross entropy of the next token."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, n_embd), nn.Embedding(block_size, n_embd)
+            self.blocks = nn.ModuleList([transformer_block(lib, n_embd, n_head, block_size)
+                                         for _ in range(n_layer)])
+            self.ln_f = nn.LayerNorm(n_embd)
+            for emb in (self.wte, self.wpe):  # GPT-2's initialisation: logits start near uniform
+                nn.init.normal_(emb.weight, std=0.02)
+
+        def forward(self, idx, targets):
+            b, t = idx.shape
+            x = self.wte(idx) + self.wpe(lib.arange(t))
+            for block in self.blocks:
+                x = block(x)
+            logits = self.ln_f(x) @ self.wte.weight.T  # the tied head
+            return F.cross_entropy(logits.reshape(b * t, vocab), targets.reshape(b * t))
+
+    return GPT()
+
+
+def gpt_data(batch=16, block_size=64, vocab=512, seed=0):
+    """(tokens, next tokens) as int64 NumPy arrays of shape (batch, block_size): a random
+    sequence of batch * block_size + 1 tokens, cut into rows."""
+    rng = np.random.default_rng(seed)
+    seq = rng.integers(0, vocab, size=batch * block_size + 1).astype(np.int64)
+    return seq[:-1].reshape(batch, block_size), seq[1:].reshape(batch, block_size)
+
+
+def make_gpt(backend="c", options=None, **sizes):
+    """Not one of ../shared/BENCHMARKS.md's as sized there: a GPT-style training step (issue 26:
+    vocab 512, n_embd 128, 4 heads, 2 blocks, T 64, batch 16; AdamW lr 1e-3, weight decay
+    0.01). ``sizes`` override GPT_SIZES."""
+    sz = dict(GPT_SIZES, **sizes)
+    tg.manual_seed(0)
+    model = gpt(tg, sz["vocab"], sz["n_embd"], sz["n_head"], sz["n_layer"], sz["block_size"])
+    opt = tg.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+
+    def step(idx, targets):
+        opt.zero_grad()
+        loss = model(idx, targets)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = tg.compile(step, backend=backend, options=options) if backend else step
+    step.params = list(model.parameters())
+    data = gpt_data(sz["batch"], sz["block_size"], sz["vocab"])
+    return step, tuple(tg.from_numpy(a) for a in data)
+
+
 WORKLOADS = {"tiny": make_tiny, "medium": make_medium, "chain": make_chain, "custom": make_custom,
-             "cnn": make_cnn, "transformer": make_transformer}
+             "cnn": make_cnn, "transformer": make_transformer, "lenet5": make_lenet5, "gpt": make_gpt}
