@@ -66,5 +66,7 @@ def test_import_graph_is_measured():
     assert len(up) <= CEILING_BACK_UP
 
 
-CEILING_FLOORS = 18
-CEILING_BACK_UP = 230
+# (18 floors before _bind() went: the ops and autograd now import the Tensor, creation and
+# each other at module level, which shows their true height; the imports that run back up fell)
+CEILING_FLOORS = 21
+CEILING_BACK_UP = 193

@@ -27,7 +27,7 @@ from ..ops.helpers import cast, sum_to_shape, to_tensor  # noqa: F401
 from ..ops.helpers import promoted as _promoted
 from ..ops.shapes import normalize_dims, numel, wrap_dim, wrap_dim_of_nonscalar, wrap_dim_or_none
 from ..core.tensor import Tensor
-from ..core import views  # (imports this module back: names are looked up at call time)
+from ..core import views
 from .numpy_names import accept_numpy_names
 
 # the functions of the tg.* namespace (tracegrad/__init__.py imports them by name)
@@ -569,10 +569,7 @@ def view(x, *shape):
     return reshape(x, *shape)
 
 
-def _alias(x):
-    """A view of ``x`` with the same shape (reshape/view/contiguous to the same shape)."""
-    out = M.RESHAPE(x, shape=tuple(x.shape))
-    return _view_of(out, x, lambda b: b, lambda r: r)
+_alias = views.alias  # (a view of the same shape)
 
 
 @named_backward(_reshape_name)

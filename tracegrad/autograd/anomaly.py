@@ -23,6 +23,8 @@ import warnings
 
 import numpy as np
 
+from ..core import tracing as trace
+
 # Global like PyTorch's AnomalyMode (not thread-local); the engine reads them on every node.
 _enabled = False
 _check_nan = True
@@ -135,8 +137,6 @@ def check_nan(node, grads):
         if g is None:
             continue
         if g._is_traced:
-            from ..core import tracing as trace
-
             trace.graph_break("anomaly mode checks backward results for NaN (needs concrete values)")
         if g.dtype.is_floating_point and np.isnan(g._value).any():
             err = RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")

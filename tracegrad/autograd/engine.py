@@ -399,7 +399,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused):
     """``is_grads_batched=True``: the first dimension of every grad_output is a batch of
     vectors; one backward per vector, results stacked (PyTorch vectorises the same loop)."""
-    from .._api import functional as F
+    # (lazy: a true cycle, the ops stand above autograd: the registry records its Nodes)
+    from ..ops import helpers as H
 
     outputs = _as_tuple(outputs)
     grad_outputs = _as_tuple(grad_outputs)
@@ -409,5 +410,5 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
     per = [run_backward(outputs, [g[b] for g in grad_outputs], True if b < n - 1 else retain_graph,
                         create_graph, inputs, accumulate=False, allow_unused=allow_unused)
            for b in range(n)]
-    return tuple(None if per[0][i] is None else F.stack([p[i] for p in per])
+    return tuple(None if per[0][i] is None else H.stack([p[i] for p in per])
                  for i in range(len(inputs)))

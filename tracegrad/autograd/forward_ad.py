@@ -21,6 +21,9 @@ import contextlib
 import weakref
 from typing import NamedTuple, Optional
 
+from ..core import creation
+from ..core import dtypes as _dt
+from ..core.tensor import Tensor
 from .grad_mode import _DecoratorContextManager
 
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual",
@@ -144,7 +147,7 @@ def _current_level_or(level):
 def make_dual(tensor, tangent, *, level=None):
     """A new tensor aliasing ``tensor`` (differentiable in reverse mode) that carries
     ``tangent`` as its forward gradient at the current level."""
-    from .._api import functional as F
+    from ..core.views import alias  # (lazy: a true cycle, the view rules stand above autograd)
 
     level = _current_level_or(level)
     if level < 0:
@@ -161,7 +164,7 @@ def make_dual(tensor, tangent, *, level=None):
                            f"gradient at the same level {level} is not supported.")
     _check_size(tensor, tangent)
     with _no_forward():
-        dual = F._alias(tensor)
+        dual = alias(tensor)
     _set_tangent(dual, tangent)
     return dual
 
@@ -175,14 +178,14 @@ class UnpackedDualTensor(NamedTuple):
 
 def unpack_dual(tensor, *, level=None):
     """``(primal, tangent)`` of a dual tensor; tangent is None when it has none (or no level)."""
-    from .._api import functional as F
+    from ..core.views import alias  # (lazy: as make_dual's)
 
     level = _current_level_or(level)
     if level < 0:
         return UnpackedDualTensor(tensor, None)
     tangent = _tangent(tensor)
     with _no_forward():
-        primal = F._alias(tensor)
+        primal = alias(tensor)
     return UnpackedDualTensor(primal, tangent)
 
 
@@ -235,11 +238,13 @@ def _as_input_dtype(tangent, ref):
 
 def _fit(tangent, out, what):
     """A rule may return a broadcastable tangent (e.g. ``add`` with one dual input)."""
-    from .._api import functional as F
-
     if tuple(tangent.shape) != tuple(out.shape):
+        # (lazy: a true cycle, the ops stand above autograd: the registry records its Nodes;
+        # only a broadcast tangent comes here)
+        from ..ops import helpers as H
+
         try:
-            tangent = F.expand(tangent, tuple(out.shape))
+            tangent = H.expand(tangent, tuple(out.shape))
         except RuntimeError:
             raise RuntimeError(f"{what} returned a tangent of shape {list(tangent.shape)} for an output "
                                f"of shape {list(out.shape)}") from None
@@ -284,8 +289,6 @@ def function_jvp(fn_cls, ctx, inputs, outputs):
     (only needed when ``_active_level is not None``). ``inputs`` are the arguments given to
     ``apply`` (non-tensors get a None tangent), ``outputs`` the tuple of forward outputs; the
     outputs receive the tangents returned by ``fn_cls.jvp(ctx, *tangents)``."""
-    from ..core.tensor import Tensor
-
     if _active_level is None:
         return
     tangents = [_tangent(a) if isinstance(a, Tensor) else None for a in inputs]
@@ -298,8 +301,6 @@ def function_jvp(fn_cls, ctx, inputs, outputs):
     with _no_forward():
         tangents = [_as_input_dtype(t, a) if t is not None else None for t, a in zip(tangents, inputs)]
         if getattr(ctx, "materialize_grads", False):  # ctx.set_materialize_grads covers jvp too
-            from ..core import creation
-
             tangents = [creation.zeros_like(a) if t is None and isinstance(a, Tensor) else t
                         for t, a in zip(tangents, inputs)]
         result = jvp(ctx, *tangents)
@@ -324,8 +325,8 @@ def on_assign(t, result):
     base had none), as in PyTorch. A view with a tangent of its own over a base without one
     (``make_dual``'s result) keeps it to itself, as in PyTorch. Other views of that base keep
     the tangent they had."""
-    from ..core import creation
-    from .._api import functional as F
+    # (lazy: a true cycle, the ops stand above autograd: the registry records its Nodes)
+    from ..ops import helpers as H
 
     tangent = _tangent(result)
     base = t._base
@@ -342,13 +343,7 @@ def on_assign(t, result):
         if base_tangent is None:
             base_tangent = creation.zeros_like(base)
         if t._view_inv is not None:
-            mask = t._view_inv(creation.ones_like(t, dtype=_bool()))
-            base_tangent = F.where(mask, t._view_inv(view_tangent), _as_input_dtype(base_tangent, base))
+            mask = t._view_inv(creation.ones_like(t, dtype=_dt.bool_))
+            base_tangent = H.where(mask, t._view_inv(view_tangent), _as_input_dtype(base_tangent, base))
     _set_tangent(base, base_tangent)
     _set_tangent(t, view_tangent)
-
-
-def _bool():
-    from ..core import dtypes
-
-    return dtypes.bool_

@@ -35,13 +35,14 @@ import functools
 import inspect
 import warnings
 
-from . import grad_mode
+from ..core import creation
+from ..core import tracing as trace
+from ..core.tensor import Tensor
+from . import anomaly, forward_ad, grad_mode
 from .graph import Node, SavedTensor, fix_grad, gradient_edge
 
 
 def _is_tensor(x):
-    from ..core.tensor import Tensor
-
     return isinstance(x, Tensor)
 
 
@@ -131,8 +132,6 @@ class BackwardCFunction(FunctionCtx, Node):
         """The engine calls ``apply([grad or None per forward output])`` and gets one checked
         gradient per input; called with tensors (``grad_fn.apply(g)``) it runs the user's
         backward directly, as PyTorch's ``BackwardCFunction.apply`` does."""
-        from ..core import creation
-
         if not (len(args) == 1 and isinstance(args[0], list)):
             return self._get_user_fn()(self, *args)
         grad_outputs = args[0]
@@ -234,8 +233,6 @@ class Function(metaclass=FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run ``forward`` (under no_grad) and connect its outputs to a new graph node."""
-        from . import anomaly
-
         uses_setup = cls.setup_context is not Function.setup_context
         if uses_setup:
             bound = inspect.signature(cls.forward).bind(*args, **kwargs)
@@ -327,7 +324,7 @@ def _set_history(t, node, output_nr):
 
 def _alias(t):
     """An input returned as-is: a new view of it (PyTorch's ``view_as(self)``)."""
-    from ..core.views import make_view
+    from ..core.views import make_view  # (lazy: a true cycle, the view rules stand above autograd)
 
     return make_view(t.detach(), t, _identity, _identity)
 
@@ -357,7 +354,7 @@ def custom_function_view_error(t, what):
 
 def _rebase_dirty(node, output_nr, t, n_tensor_outputs):
     """A dirty input's history continues at ``node``; a view's base is rebased around it."""
-    from ..core import views
+    from ..core import views  # (lazy: as _alias's)
 
     if t.is_leaf and t.requires_grad:
         raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
@@ -377,8 +374,6 @@ def _rebase_dirty(node, output_nr, t, n_tensor_outputs):
                            "Function only return one Tensor (potentially splitting it into two "
                            "Functions: one doing the inplace that returns a single Tensor and a "
                            "second one that does the other operations).")
-    from ..core import tracing as trace
-
     new_value = t.detach()
     _set_history(new_value, node, output_nr)
     views._rebase_through_view(t, t._base, new_value, trace.current_tracer())
@@ -400,8 +395,6 @@ def _forward_ad(node, cls, inputs, result):
     """Forward-mode AD through a Function: ``jvp`` maps input tangents to output tangents
     (forward_ad.function_jvp does the work); inside it ``ctx.saved_tensors`` returns what
     ``save_for_forward`` saved, as in PyTorch."""
-    from . import forward_ad
-
     if forward_ad._active_level is None:
         return
     node._in_jvp = True

@@ -18,19 +18,17 @@ combined with ``strict=True`` and is required by ``strategy="forward-mode"``.
 """
 from __future__ import annotations
 
+from ..core import creation
+from ..core.tensor import Tensor
+from ..ops import helpers as H
 from . import forward_ad as fwAD
 from . import grad_mode
+from .engine import grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
 
 # ----------------------------------------------------------------------------- helpers
-def _tensor_cls():
-    from ..core.tensor import Tensor
-
-    return Tensor
-
-
 def _as_tuple(inp, arg_name=None, fn_name=None):
     """(was it a tuple, the inputs as a tuple of Tensors), with PyTorch's type errors."""
     if arg_name is None and fn_name is None:
@@ -39,7 +37,7 @@ def _as_tuple(inp, arg_name=None, fn_name=None):
     if not is_tuple:
         inp = (inp,)
     for i, el in enumerate(inp):
-        if not isinstance(el, _tensor_cls()):
+        if not isinstance(el, Tensor):
             where = f"value at index {i}" if is_tuple else f"given {arg_name}"
             raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of "
                             f"Tensors but the {where} has type {type(el)}.")
@@ -71,7 +69,7 @@ def _grad_preprocess(inputs, create_graph, need_graph):
 
 
 def _grad_postprocess(inputs, create_graph):
-    if isinstance(inputs[0], _tensor_cls()):
+    if isinstance(inputs[0], Tensor):
         return inputs if create_graph else tuple(inp.detach() for inp in inputs)
     return tuple(_grad_postprocess(inp, create_graph) for inp in inputs)
 
@@ -120,8 +118,6 @@ def _check_requires_grad(inputs, input_type, strict):
 
 def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
     """``autograd.grad`` that skips outputs which are None or do not require grad."""
-    from .engine import grad
-
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o is not None and o.requires_grad]
@@ -148,8 +144,6 @@ _STAGE_MESSAGES = {
 
 def _fill_in_zeros(grads, refs, strict, create_graph, stage):
     """Replace missing gradients by zeros (or raise in strict mode)."""
-    from ..core import creation
-
     res = []
     for i, g in enumerate(grads):
         if g is None:
@@ -216,8 +210,6 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     >>> t
     tensor([2., 4.])
     """
-    from ..core import creation
-
     with grad_mode.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
@@ -247,9 +239,6 @@ def _check_strategy(strategy, hint=True):
 
 def _jacfwd(func, inputs, strict=False, vectorize=False):
     """Forward-mode Jacobian: one dual evaluation of ``func`` per input element."""
-    from ..core import creation
-    from .._api import functional as F
-
     if strict:
         raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` '
                            'are not supported together (yet). Please either set `strict=False` or '
@@ -283,7 +272,7 @@ def _jacfwd(func, inputs, strict=False, vectorize=False):
         row = []
         for j, inp in enumerate(inputs):
             if columns[j]:
-                stacked = F.stack([col[i] for col in columns[j]], dim=-1)
+                stacked = H.stack([col[i] for col in columns[j]], dim=-1)
                 row.append(stacked.reshape(tuple(out.shape) + tuple(inp.shape)))
             else:
                 row.append(creation.zeros(tuple(out.shape) + tuple(inp.shape), dtype=out.dtype))
@@ -304,8 +293,6 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
             [0., 4.]]), tensor([[1., 0.],
             [0., 2.]]))
     """
-    from ..core import creation
-
     _check_strategy(strategy)
     if strategy == "forward-mode":
         if create_graph:
@@ -352,13 +339,10 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
 
 
 def _stack_rows(rows, out, inp):
-    from ..core import creation
-    from .._api import functional as F
-
     shape = tuple(out.shape) + tuple(inp.shape)
     if not rows:  # an output with no element
         return creation.zeros(shape, dtype=inp.dtype)
-    return F.stack(rows, dim=0).reshape(shape)
+    return H.stack(rows, dim=0).reshape(shape)
 
 
 # ----------------------------------------------------------------------------- hessian, vhp, hvp
@@ -374,7 +358,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         out = func(*inp)
         is_out_tuple, t_out = _as_tuple(out, "outputs of the user-provided function", "hessian")
         _check_requires_grad(t_out, "outputs", strict=strict)
-        if is_out_tuple or not isinstance(out, _tensor_cls()):
+        if is_out_tuple or not isinstance(out, Tensor):
             raise RuntimeError("The function given to hessian should return a single Tensor")
         if out.numel() != 1:
             raise RuntimeError("The Tensor returned by the function given to hessian should contain a "
@@ -398,7 +382,7 @@ def _scalar_output(func, inputs, name, strict):
     outputs = func(*inputs)
     is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", name)
     _check_requires_grad(outputs, "outputs", strict=strict)
-    if is_outputs_tuple or not isinstance(outputs[0], _tensor_cls()):
+    if is_outputs_tuple or not isinstance(outputs[0], Tensor):
         raise RuntimeError(f"The function given to {name} should return a single Tensor")
     if outputs[0].numel() != 1:
         raise RuntimeError(f"The Tensor returned by the function given to {name} should contain a "
@@ -437,8 +421,6 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     >>> r
     tensor([ 6., 12.])
     """
-    from ..core import creation
-
     with grad_mode.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)

@@ -16,7 +16,11 @@ import warnings
 
 import numpy as np
 
+from ..core import creation
+from ..core.tensor import Tensor
+from . import forward_ad as fwAD
 from . import grad_mode
+from .engine import grad
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -25,23 +29,15 @@ class GradcheckError(RuntimeError):
     """Raised by gradcheck / gradgradcheck when a Jacobian check fails."""
 
 
-def _tensor_cls():
-    from ..core.tensor import Tensor
-
-    return Tensor
-
-
 def _as_tuple(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
 def _float_outputs(outputs):
-    Tensor = _tensor_cls()
     return [o for o in _as_tuple(outputs) if isinstance(o, Tensor) and o.dtype.is_floating_point]
 
 
 def _diff_inputs(inputs):
-    Tensor = _tensor_cls()
     return [(i, t) for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
 
 
@@ -96,9 +92,6 @@ def _numerical_jacobians(fn, inputs, diff, eps):
 
 def _analytical_jacobians(fn, inputs, diff):
     """Rows by reverse mode: one ``autograd.grad`` call per output element."""
-    from ..core import creation
-    from .engine import grad
-
     with grad_mode.enable_grad():
         outs = _float_outputs(fn(*inputs))
     tensors = [t for _, t in diff]
@@ -182,9 +175,6 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 
 def _forward_jacobians(fn, inputs, diff):
     """Columns by forward mode: one evaluation per input element, with a one-hot tangent."""
-    from ..core import creation
-    from . import forward_ad as fwAD
-
     jac = []
     for pos, t in diff:
         cols = []
@@ -208,10 +198,6 @@ def _flat64(t, n):
 def _fast_check(func, inputs, diff, eps, atol, rtol, raise_exception, backward, forward):
     """``v^T J u`` three ways: by central differences along ``u``, by one backward pass with
     ``v``, by one forward pass with tangent ``u``; ``u`` and ``v`` random unit vectors."""
-    from ..core import creation
-    from . import forward_ad as fwAD
-    from .engine import grad
-
     rng = np.random.default_rng(0)
     us = [rng.standard_normal(t.numel()) for _, t in diff]
     norm = np.sqrt(sum((u * u).sum() for u in us)) or 1.0
@@ -260,9 +246,9 @@ def _fast_check(func, inputs, diff, eps, atol, rtol, raise_exception, backward, 
 
 def _check_batched_grad(func, inputs, diff, atol, rtol, raise_exception):
     """``vmap`` of the backward over two grad_outputs equals the backward of each."""
-    from ..core import creation
+    # (lazy: tracegrad.func loads on first use, for start-up time (tracegrad/__init__.py), and
+    # stands above autograd)
     from ..func import vmap
-    from .engine import grad
 
     with grad_mode.enable_grad():
         outs = [o for o in _float_outputs(func(*inputs)) if o.requires_grad]
@@ -284,12 +270,8 @@ def _check_batched_grad(func, inputs, diff, atol, rtol, raise_exception):
 
 
 def _check_grad_dtypes(func, inputs, diff):
-    from .engine import grad
-
     outs = [o for o in _float_outputs(func(*inputs)) if o.requires_grad]
     for out in outs:
-        from ..core import creation
-
         gs = grad(out, [t for _, t in diff], creation.ones_like(out), allow_unused=True)
         for (pos, t), g in zip(diff, gs):
             if g is not None and g.dtype is not t.dtype:
@@ -309,9 +291,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     """Second-order check: gradcheck of ``(inputs, grad_outputs) -> vjp(func)(grad_outputs)``.
     Random ``grad_outputs`` (float64, requiring grad) are drawn when none are given, so the
     check also covers the derivative of the backward with respect to the incoming gradient."""
-    from ..core import creation
-    from .engine import grad
-
     inputs = _as_tuple(inputs)
     _check_inputs(inputs)  # (its checks and warnings)
     with grad_mode.enable_grad():

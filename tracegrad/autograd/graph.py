@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import types
@@ -489,8 +490,6 @@ def named_backward(name):
     leaves the name as it is). Every tensor of a tuple result is named. Only a
     node the call made is renamed: a result that is one of the inputs (in place, or returned as
     is) keeps its own."""
-    import functools
-
     def wrap(fn):
         @functools.wraps(fn)
         def call(*args, **kwargs):
@@ -540,9 +539,11 @@ def fix_grad(grad, shape, dtype):
     if grad is None:
         return None
     if tuple(grad.shape) != tuple(shape):
-        from .._api import functional as F  # (here: functional imports this module's package)
+        # (lazy: a true cycle, the ops stand above autograd: the registry records its Nodes;
+        # only a broadcast input's gradient comes here)
+        from ..ops.helpers import sum_to_shape
 
-        grad = F.sum_to_shape(grad, shape)
+        grad = sum_to_shape(grad, shape)
     if grad.dtype is not dtype:
         grad = grad.to(dtype)
     return grad

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import threading
 
+from ..core.tensor import Tensor
+
 
 class _VariableMeta(type):
     def __instancecheck__(cls, other):
-        from ..core.tensor import Tensor
-
         return isinstance(other, Tensor)
 
 
@@ -25,8 +25,6 @@ class Variable(metaclass=_VariableMeta):
     requiring grad when asked; every Tensor is an instance of Variable."""
 
     def __new__(cls, data=None, requires_grad=False, volatile=False):
-        from ..core.tensor import Tensor
-
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         return data.requires_grad_(requires_grad) if requires_grad else data

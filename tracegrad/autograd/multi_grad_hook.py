@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import threading
 
+from . import graph_task
 from .graph import AccumulateGrad, RemovableHandle
 
 
@@ -41,9 +42,7 @@ def _grad_fn_or_grad_acc(t):
 
 
 def _task_id():
-    from . import engine
-
-    task_id = engine.current_graph_task_id()
+    task_id = graph_task.current_graph_task_id()
     if task_id == -1:
         raise AssertionError("expected this hook to be called inside a backward call")
     return task_id
@@ -73,8 +72,6 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
 
         return _MultiHandle(t.register_hook(first_only) for t in tensors if t.requires_grad)
 
-    from . import engine
-
     grad_fns = [_grad_fn_or_grad_acc(t) for t in tensors]
     count, buffer, expected = {}, {}, {}
 
@@ -86,7 +83,7 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
                 count[task] = seen + 1
                 if seen == 0:
                     # the gradients this backward will produce, decided on the first call
-                    expected[task] = sum(engine.will_engine_execute_node(g) for g in grad_fns)
+                    expected[task] = sum(graph_task.will_engine_execute_node(g) for g in grad_fns)
                     buffer[task] = [None] * len(tensors)
             buffer[task][idx] = grad
             if seen == expected[task] - 1:

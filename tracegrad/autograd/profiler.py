@@ -18,12 +18,15 @@ backward node while ``_active`` is non-empty.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
 import sys
 import threading
 import time
+
+from ..core import tracing as trace
 
 __all__ = ["profile", "record_function", "EventList", "FunctionEvent", "FunctionEventAvg"]
 
@@ -301,6 +304,7 @@ class profile:
 
 
 def _sync_registry_flag():
+    # (lazy: a true cycle, the ops stand above autograd: the registry records its Nodes)
     from ..ops import registry
 
     registry._profiler = sys.modules[__name__] if _active else None
@@ -326,8 +330,6 @@ class _Range:
 
 def record_op(run, op, inputs, attrs):
     """Called by ``registry.dispatch`` while profiling: time ``run(op, *inputs, **attrs)``."""
-    from ..core import tracing as trace
-
     if trace.current_tracer() is not None:  # tg.compile is recording this op, not running it
         return run(op, *inputs, **attrs)
     shapes = [list(t.shape) for t in inputs]
@@ -373,8 +375,6 @@ class record_function:
             self._range = None
 
     def __call__(self, fn):
-        import functools
-
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with record_function(self.name, self.args):

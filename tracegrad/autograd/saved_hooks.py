@@ -19,6 +19,9 @@ from __future__ import annotations
 import threading
 import weakref
 
+from ..core import tracing as trace
+from . import grad_mode
+
 class _State(threading.local):
     """Per thread: ``stack`` of (pack, unpack) pairs and the ``disabled`` error message. The
     class attributes are a new thread's values (read on every op that saves a tensor and on
@@ -60,8 +63,6 @@ def current_hooks():
         raise RuntimeError(message)
     pack, unpack = stack[-1]
     if not getattr(pack, "_tg_transparent", False):
-        from ..core import tracing as trace
-
         trace.graph_break(CUSTOM_HOOKS_REASON)  # a no-op unless tg.compile is tracing
     return _checked_pack(pack), unpack
 
@@ -228,8 +229,6 @@ class _AllowMutationOnSavedContext:
         entry = self.by_storage.get(id(t._vc))
         if entry is None:
             return
-        from . import grad_mode
-
         for handle in list(entry[1]):
             if handle in self.cloned or handle not in self.original:
                 continue

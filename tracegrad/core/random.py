@@ -19,6 +19,10 @@ import contextlib
 
 import numpy as np
 
+from .device import CPU
+from .device import device as _device
+from .dtypes import int64
+
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state",
            "set_rng_state", "fork_rng"]
 
@@ -32,9 +36,6 @@ class Generator:
     ``get_state()`` / ``set_state(state)`` (an int64 tensor to keep and give back)."""
 
     def __init__(self, device="cpu"):
-        from .device import CPU
-        from .device import device as _device
-
         if _device(device).type != "cpu":  # (PyTorch's CPU build raises a RuntimeError here too)
             raise RuntimeError(f"tracegrad Generators are CPU generators; got device={device!r}")
         self.device = CPU
@@ -55,8 +56,7 @@ class Generator:
         return self.seed_value
 
     def get_state(self):
-        from .creation import tensor
-        from .dtypes import int64
+        from .creation import tensor  # (lazy: a true cycle, creation imports this module)
 
         st = self.rng.bit_generator.state
         words = _split(st["state"]["state"]) + _split(st["state"]["inc"])

@@ -6,7 +6,9 @@ context managers that switch tracing on and off. The Tracer itself lives in
 from __future__ import annotations
 
 import contextlib
+import linecache
 import os
+import sys
 import sysconfig
 import threading
 
@@ -47,10 +49,6 @@ def graph_break(reason):
 
 def _user_location():
     """'file.py:LINE: source' of the innermost frame outside tracegrad."""
-    import linecache
-    import os
-    import sys
-
     pkg = _PACKAGE_DIR
     f = sys._getframe(1)
     while f is not None:

@@ -12,8 +12,11 @@ import numpy as np
 
 from . import creation
 from . import dtypes as _dt
-from .._api import functional as F
 from ..autograd import forward_ad, grad_mode, saved_hooks
+from ..autograd.function import check_custom_function_view
+from ..autograd.graph import AccumulateGrad
+from ..ops import helpers as H
+from ..ops.movement import RESHAPE
 from . import tracing as trace
 from .tensor import Tensor
 
@@ -36,10 +39,18 @@ def make_view(out, src, view_fn, inv_fn):
     return out
 
 
+def alias(x):
+    """A view of ``x`` with the same shape (``x.view(x.shape)``, ``contiguous()`` of a
+    contiguous tensor, forward AD's ``make_dual``)."""
+    return make_view(RESHAPE(x, shape=tuple(x.shape)), x, _same, _same)
+
+
+def _same(t):
+    return t
+
+
 def check_inplace_target(t):
     if t._custom_function_view:
-        from ..autograd.function import check_custom_function_view
-
         check_custom_function_view(t)
     if t.is_leaf and t.requires_grad and grad_mode.is_grad_enabled():
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
@@ -104,7 +115,7 @@ def _rebase_through_view(view, base, result, tracer):
         raise RuntimeError(_OVERLAP_MESSAGE)
     old_base = base.detach() if not base.requires_grad else _history_alias(base)
     mask = view._view_inv(creation.ones_like(result, dtype=_dt.bool_))
-    new_base = F.where(mask, view._view_inv(result), old_base)
+    new_base = H.where(mask, view._view_inv(result), old_base)
     if tracer is not None:
         tracer.assign(base, new_base)
     else:
@@ -125,8 +136,6 @@ def _history_alias(t):
     a._requires_grad, a._grad_fn, a._output_nr = t._requires_grad, t._grad_fn, t._output_nr
     a._acc_node = None
     if t.is_leaf:
-        from ..autograd.graph import AccumulateGrad
-
         a._acc_node = t._acc_node if t._acc_node is not None else None
         if a._acc_node is None:
             AccumulateGrad.of(t)
