@@ -9,6 +9,7 @@ changes, also at run time) or by :func:`set_logs`:
 ``cache``   hits, misses and new programs
 ``guards``  why a retrace happened (which guard failed, and how)
 ``breaks``  graph breaks
+``devices`` eager ops on cuda tensors that run on the host, once per op
 =========  ==========================================================
 
 Records go to ``logging.getLogger("tracegrad")`` at INFO, their message starting with
@@ -41,6 +42,7 @@ TOPICS: dict[str, str] = {
     "cache": "hits, misses and new programs",
     "guards": "why a retrace happened",
     "breaks": "graph breaks",
+    "devices": "eager ops on cuda tensors that run on the host (no CUDA rule), once per op",
 }
 logger = logging.getLogger("tracegrad")
 
@@ -135,7 +137,7 @@ def set_logs(**topics: bool) -> None:
     >>> set_logs(graph=True)
     Traceback (most recent call last):
     ...
-    ValueError: set_logs: unknown topic 'graph'; the topics are ir, code, cache, guards, breaks
+    ValueError: set_logs: unknown topic 'graph'; the topics are ir, code, cache, guards, breaks, devices
     """
     for name, value in topics.items():
         if name not in TOPICS:

@@ -242,16 +242,17 @@ Tensor.is_pinned = lambda self, device=None: False
 Tensor.is_shared = lambda self: False
 
 
-def _no_cuda(self, device=None, non_blocking=False, memory_format=None):
-    """``x.cuda()``: PyTorch's CPU build's error (core/device.py)."""
+def _cuda(self, device=None, non_blocking=False, memory_format=None):
+    """``x.cuda()``: a copy in device memory (core/placement.py); without a GPU or the
+    emulation, PyTorch's CPU build's error (core/device.py)."""
     from ..core.device import device as _dev
-    from ..core.device import no_device_error
+    from ..core.placement import move
 
-    raise no_device_error(_dev("cuda") if device is None else _dev("cuda", device) if isinstance(device, int)
-                          else _dev(device))
+    return move(self, _dev("cuda") if device is None else _dev("cuda", device) if isinstance(device, int)
+                else _dev(device))
 
 
-Tensor.cuda = _no_cuda
+Tensor.cuda = _cuda
 
 
 Tensor.bfloat16 = lambda self, memory_format=None: self.to(bfloat16)

@@ -84,8 +84,13 @@ Tensor.where = _where_method
 def _to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
     """PyTorch's ``Tensor.to``: ``to(dtype)``, ``to(device, dtype)``, ``to(other)`` (its dtype and
     device), with ``copy=True`` for a new tensor even when nothing changes. A device other than
-    the CPU raises (core/device.py)."""
-    dtype, _ = _device.to_arguments(args, dtype, device)
+    the CPU and cuda (where available: core/placement.py) raises (core/device.py)."""
+    dtype, dev = _device.to_arguments(args, dtype, device)
+    if dev is not None and dev != self.device:
+        from ..core import placement
+
+        moved = placement.move(self, dev)
+        return moved if dtype is None else _to(moved, dtype)
     if dtype is None or _dt.to_dtype(dtype) is self.dtype:
         return F.clone(self) if copy else self
     return F.cast(self, _dt.to_dtype(dtype))
@@ -97,7 +102,7 @@ for _name, _d in [("float", _dt.float32), ("double", _dt.float64), ("half", _dt.
                   ("int", _dt.int32), ("short", _dt.int16), ("char", _dt.int8), ("byte", _dt.uint8),
                   ("bool", _dt.bool_)]:
     setattr(Tensor, _name, (lambda d: lambda self: F.cast(self, d))(_d))
-Tensor.cpu = lambda self: self
+Tensor.cpu = lambda self, memory_format=None: _to(self, "cpu")
 Tensor.type_as = lambda self, other: F.cast(self, other.dtype)
 Tensor.T = property(lambda self: F.permute(self, tuple(reversed(range(self.ndim)))))
 Tensor.mT = property(lambda self: F.transpose(self, -2, -1))
@@ -383,9 +388,9 @@ Tensor.msort = lambda self: F.sort(self, dim=0).values
 Tensor.is_complex = lambda self: False  # (no complex dtypes)
 Tensor.is_signed = lambda self: self._dtype.category != 0
 Tensor.is_same_size = lambda self, other: tuple(self.shape) == tuple(other.shape)
-Tensor.get_device = lambda self: -1  # (the CPU, as PyTorch says it)
-Tensor.is_cpu = property(lambda self: True)
-Tensor.is_cuda = property(lambda self: False)
+Tensor.get_device = lambda self: -1 if self.device.type == "cpu" else 0  # (the CPU is -1, as PyTorch says it)
+Tensor.is_cpu = property(lambda self: self.device.type == "cpu")
+Tensor.is_cuda = property(lambda self: self.device.type == "cuda")
 Tensor.itemsize = property(lambda self: self._dtype.itemsize)
 Tensor.nbytes = property(lambda self: self._dtype.itemsize * self.numel())
 Tensor.reshape_as = lambda self, other: F.reshape(self, tuple(other.shape))

@@ -180,6 +180,11 @@ def capture_program(fn, args, kwargs, backend, options=None, name=None, extra_gu
     options = dict(options or {})
     backend_options = {k: v for k, v in options.items() if k not in CORE_OPTIONS}
     c = capture_graphs(fn, args, kwargs, options, name, extra_guards)
+    from .backends.cuda import device_programs
+
+    on_device = device_programs.on_device(c.cap, args, kwargs)  # (cuda tensors: the CUDA backend)
+    if on_device and backend != "interpreter":
+        backend = "cuda"
     if c.cap.changed_while_tracing:  # it runs once (CompiledFunction._capture_once): no C build
         backend = "interpreter"
     forward, backward, graph = c.forward, c.backward, c.graph
@@ -193,6 +198,8 @@ def capture_program(fn, args, kwargs, backend, options=None, name=None, extra_gu
         fwd_options = dict(backend_options, inplace=inplace_pairs(c.cap))
     exe = _build(backend, forward if forward is not None else graph, fwd_options)
     bexe = _build(backend, backward, backend_options) if backward is not None else None
+    if on_device:  # (an interpreter fallback copies device arrays over and back)
+        exe, bexe = device_programs.wrap(exe), device_programs.wrap(bexe)
     prog = Program(c.cap, backend, graph, forward, backward, grad_positions=c.positions,
                    executable=exe, backward_executable=bexe, saved_choice=c.choice,
                    annotation_bytes=c.annotation_bytes)

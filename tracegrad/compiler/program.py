@@ -455,6 +455,7 @@ class CompiledBackward(Node):
                 raise RuntimeError(_modified_message(t, None, 0, check[1]))
         self._raise_deferred()
         grads = [np.zeros(s, d.np) if g is None else np.ascontiguousarray(g._value, dtype=d.np)
+                 if g.device.type == "cpu" else g._value  # (a cuda tensor's: the executable's to take)
                  for g, (s, d) in zip(grad_outputs, self.out_meta)]
         exe = self.program.backward_executable
         inputs = self.saved_arrays + grads

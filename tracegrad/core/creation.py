@@ -14,7 +14,10 @@ import numpy as np
 from . import dtypes as _dt
 from . import tracing as trace  # (imports nothing of the package: no cycle)
 from .tensor import Tensor
-from .device import check_device as _check_device
+from . import placement as _placement
+from .device import CPU as _CPU
+from .device import factory_device as _check_device
+from .device import like_device as _like_device
 
 
 def _infer_nested(data, dim=0):
@@ -53,10 +56,14 @@ def _flatten(data):
     return data
 
 
-def _wrap(array, dtype, requires_grad=False):
-    """Make a fresh tensor (a constant of the trace when tracing)."""
+def _wrap(array, dtype, requires_grad=False, dev=_CPU):
+    """Make a fresh tensor from a host array: on ``dev`` (a device copy for cuda), or a constant
+    of the trace when tracing (a compiled program's constants live where the program runs)."""
     tracer = trace.current_tracer()
-    value = tracer.constant(array, dtype) if tracer is not None else array
+    if tracer is not None:
+        value = tracer.constant(array, dtype)
+    else:
+        value = array if dev is _CPU else _placement.place(array, dev)
     t = Tensor._make(value, dtype)
     if requires_grad:
         t.requires_grad_(True)
@@ -65,7 +72,7 @@ def _wrap(array, dtype, requires_grad=False):
 
 def tensor(data, dtype=None, requires_grad=False, device=None):
     """Create a tensor by copying ``data`` (numbers, nested lists, ndarrays or tensors)."""
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     shape, cat = _infer_nested(data)
     if dtype is not None:
         dt = _dt.to_dtype(dtype)
@@ -79,7 +86,7 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
         array = np.array(_flatten(data), dtype=dt.np).reshape(shape)
     except OverflowError:  # ints beyond a small dtype's range: PyTorch's rule
         array = _dt.convert_ints(_flatten(data), dt, dt.name).reshape(shape)
-    return _wrap(array, dt, requires_grad)
+    return _wrap(array, dt, requires_grad, dev)
 
 
 def as_tensor(data, dtype=None):
@@ -128,30 +135,30 @@ def _float(dtype):
 
 
 def zeros(*size, dtype=None, requires_grad=False, device=None):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     dt = _float(dtype)
-    return _wrap(np.zeros(_shape(size), dt.np), dt, requires_grad)
+    return _wrap(np.zeros(_shape(size), dt.np), dt, requires_grad, dev)
 
 
 def ones(*size, dtype=None, requires_grad=False, device=None):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     dt = _float(dtype)
-    return _wrap(np.ones(_shape(size), dt.np), dt, requires_grad)
+    return _wrap(np.ones(_shape(size), dt.np), dt, requires_grad, dev)
 
 
 def empty(*size, dtype=None, requires_grad=False, device=None):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     dt = _float(dtype)
-    return _wrap(np.zeros(_shape(size), dt.np), dt, requires_grad)
+    return _wrap(np.zeros(_shape(size), dt.np), dt, requires_grad, dev)
 
 
 def full(size, fill_value, dtype=None, requires_grad=False, device=None):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.category_default(_dt.scalar_category(fill_value))
     return _wrap(np.full(_shape((size,) if isinstance(size, int) else size), fill_value, dt.np), dt,
-                 requires_grad)
+                 requires_grad, dev)
 
 
 def _like(t, dtype):
@@ -159,30 +166,30 @@ def _like(t, dtype):
 
 
 def zeros_like(t, dtype=None, requires_grad=False, *, device=None):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _like_device(t, device)  # (t's device unless one is given: core/device.py)
     dt = _like(t, dtype)
-    return _wrap(np.zeros(tuple(t.shape), dt.np), dt, requires_grad)
+    return _wrap(np.zeros(tuple(t.shape), dt.np), dt, requires_grad, dev)
 
 
 def ones_like(t, dtype=None, requires_grad=False, *, device=None):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _like_device(t, device)  # (t's device unless one is given: core/device.py)
     dt = _like(t, dtype)
-    return _wrap(np.ones(tuple(t.shape), dt.np), dt, requires_grad)
+    return _wrap(np.ones(tuple(t.shape), dt.np), dt, requires_grad, dev)
 
 
 def empty_like(t, dtype=None, requires_grad=False, *, device=None):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
-    return zeros_like(t, dtype, requires_grad)
+    dev = _like_device(t, device)  # (t's device unless one is given: core/device.py)
+    return zeros_like(t, dtype, requires_grad, device=dev)
 
 
 def full_like(t, fill_value, dtype=None, requires_grad=False, *, device=None):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _like_device(t, device)  # (t's device unless one is given: core/device.py)
     dt = _like(t, dtype)
-    return _wrap(np.full(tuple(t.shape), fill_value, dt.np), dt, requires_grad)
+    return _wrap(np.full(tuple(t.shape), fill_value, dt.np), dt, requires_grad, dev)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -192,7 +199,7 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None
         dt = _dt.get_default_dtype() if is_float else _dt.int64
     else:
         dt = _dt.to_dtype(dtype)
-    return _wrap(np.arange(start, end, step).astype(dt.np), dt, requires_grad)
+    return _wrap(np.arange(start, end, step).astype(dt.np), dt, requires_grad, dev)
 
 
 def _no_bool_range(name, dt):
@@ -201,10 +208,10 @@ def _no_bool_range(name, dt):
 
 
 def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     dt = _float(dtype)
     _no_bool_range("linspace", dt)
-    return _wrap(np.linspace(start, end, steps).astype(dt.np), dt, requires_grad)
+    return _wrap(np.linspace(start, end, steps).astype(dt.np), dt, requires_grad, dev)
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False, device=None):
@@ -214,10 +221,10 @@ def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False, devi
     >>> tg.logspace(0, 2, 3)
     tensor([  1.,  10., 100.])
     """
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     dt = _float(dtype)
     _no_bool_range("logspace", dt)
-    return _wrap(np.power(float(base), np.linspace(start, end, steps)).astype(dt.np), dt, requires_grad)
+    return _wrap(np.power(float(base), np.linspace(start, end, steps)).astype(dt.np), dt, requires_grad, dev)
 
 
 def scalar_tensor(s, *, dtype=None, requires_grad=False, device=None):
@@ -228,15 +235,15 @@ def scalar_tensor(s, *, dtype=None, requires_grad=False, device=None):
     >>> tg.scalar_tensor(3)
     tensor(3.)
     """
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     dt = _float(dtype)
-    return _wrap(np.asarray(s).astype(dt.np), dt, requires_grad)
+    return _wrap(np.asarray(s).astype(dt.np), dt, requires_grad, dev)
 
 
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     dt = _float(dtype)
-    return _wrap(np.eye(n, m, dtype=dt.np), dt, requires_grad)
+    return _wrap(np.eye(n, m, dtype=dt.np), dt, requires_grad, dev)
 
 
 # ----------------------------------------------------------------------------- randomness
@@ -245,30 +252,31 @@ from .random import (Generator, default_generator, manual_seed)  # noqa: E402,F4
 _RANDOM_BREAK = "random tensor creation (tg.randn/rand/randint/normal/bernoulli/...) inside a compiled function"
 
 
-def _random(size, dtype, requires_grad, sample):
+def _random(size, dtype, requires_grad, sample, dev=_CPU):
+    # (drawn on the host by the default generator, cuda tensors' too: one stream of numbers)
     if trace.current_tracer() is not None:
         trace.graph_break(_RANDOM_BREAK)
     dt = _float(dtype)
-    return _wrap(sample(_shape(size)).astype(dt.np), dt, requires_grad)
+    return _wrap(sample(_shape(size)).astype(dt.np), dt, requires_grad, dev)
 
 
 def randn(*size, dtype=None, requires_grad=False, generator=None, device=None):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     g = generator or default_generator
-    return _random(size, dtype, requires_grad, lambda s: g.rng.standard_normal(s))
+    return _random(size, dtype, requires_grad, lambda s: g.rng.standard_normal(s), dev)
 
 
 def rand(*size, dtype=None, requires_grad=False, generator=None, device=None):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     g = generator or default_generator
-    return _random(size, dtype, requires_grad, lambda s: g.rng.random(s))
+    return _random(size, dtype, requires_grad, lambda s: g.rng.random(s), dev)
 
 
 def randint(low, high=None, size=None, *, dtype=None, generator=None, requires_grad=False, device=None,
             layout=None, pin_memory=False):
     """Integers in ``[low, high)``; PyTorch's two overloads: ``randint(high, size)`` and
     ``randint(low, high, size)``."""
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
         low, high, size = 0, low, high
     elif high is None:
@@ -277,15 +285,15 @@ def randint(low, high=None, size=None, *, dtype=None, generator=None, requires_g
         raise TypeError("randint() missing required argument 'size'")
     g = generator or default_generator
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
-    return _random(size, dt, requires_grad, lambda s: g.rng.integers(low, high, s))
+    return _random(size, dt, requires_grad, lambda s: g.rng.integers(low, high, s), dev)
 
 
 def randperm(n, dtype=None, generator=None, requires_grad=False, device=None):
     """A random permutation of ``0 .. n-1`` (int64 unless ``dtype`` says otherwise)."""
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     g = generator or default_generator
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
-    return _random((int(n),), dt, requires_grad, lambda s: g.rng.permutation(s[0]))
+    return _random((int(n),), dt, requires_grad, lambda s: g.rng.permutation(s[0]), dev)
 
 
 def _values(x):
@@ -343,13 +351,13 @@ def poisson(input, generator=None):
 
 
 def randn_like(t, dtype=None, requires_grad=False, *, device=None):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
-    return randn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+    dev = _like_device(t, device)  # (t's device unless one is given: core/device.py)
+    return randn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, device=dev)
 
 
 def rand_like(t, dtype=None, requires_grad=False, *, device=None):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
-    return rand(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+    dev = _like_device(t, device)  # (t's device unless one is given: core/device.py)
+    return rand(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, device=dev)
 
 
 def seed_tensor():
@@ -367,10 +375,10 @@ def legacy_tensor(*args, device=None):
     ``Tensor()`` is empty, ``Tensor(2, 3)`` a tensor of that shape (zeros here; PyTorch leaves it
     uninitialized), ``Tensor([[1, 2]])`` (a sequence, a Size too, or an ndarray) copies the data
     converted, ``Tensor(t)`` of a tensor of the default dtype is ``t``'s storage."""
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     dt = _dt.get_default_dtype()
     if not args:
-        return _wrap(np.zeros((0,), dt.np), dt)
+        return _wrap(np.zeros((0,), dt.np), dt, False, dev)
     if len(args) == 1 and isinstance(args[0], Tensor):
         t = args[0]
         if t.dtype != dt:
@@ -379,8 +387,8 @@ def legacy_tensor(*args, device=None):
         alias._vc = t._vc  # (the same storage: writes through either are seen by both)
         return alias
     if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
-        return _wrap(np.zeros(_shape(args), dt.np), dt)
+        return _wrap(np.zeros(_shape(args), dt.np), dt, False, dev)
     if len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray)):
-        return tensor(np.asarray(tensor(args[0]).numpy(), dtype=dt.np), dtype=dt)
+        return tensor(np.asarray(tensor(args[0]).numpy(), dtype=dt.np), dtype=dt, device=dev)
     raise TypeError(f"new(): invalid data type for the legacy constructor Tensor(): "
                     f"{', '.join(type(a).__name__ for a in args)}")

@@ -1,8 +1,10 @@
 """Devices as PyTorch names them: ``tg.device``, ``Tensor.device``, ``device=`` arguments and
-``tg.set_default_device``. This version of tracegrad keeps every tensor in host memory, so
-``"cpu"`` is accepted everywhere and any other device is refused with the error PyTorch's CPU
-build gives (an ``AssertionError`` saying it was not compiled with CUDA), never ignored: a
-program that asks for ``cuda`` and silently got the CPU would not be what its author wrote.
+``tg.set_default_device``. A tensor lives on the CPU (host memory) or, where ``tg.cuda`` is
+available (a GPU, or ``TRACEGRAD_CUDA_EMULATE=1``), on ``cuda:0`` (core/storage.py,
+core/placement.py). Any other device, and cuda where it is not available, is refused with the
+error PyTorch's CPU build gives (an ``AssertionError`` saying it was not compiled with CUDA),
+never ignored: a program that asks for ``cuda`` and silently got the CPU would not be what its
+author wrote.
 
 >>> import tracegrad as tg
 >>> tg.ones(2).device
@@ -92,28 +94,46 @@ class device:
 builtin_type = type
 _Device = device  # (for functions whose parameter is named device, as PyTorch's are)
 CPU = device("cpu")
+CUDA0 = device("cuda", 0)  # (the one GPU tracegrad uses: core/storage.py)
 _default = [CPU]
 
 
 def no_device_error(dev: device) -> AssertionError:
     """PyTorch's CPU build's error for a device it does not have."""
     if dev.type == "cuda":
-        return AssertionError("Torch not compiled with CUDA enabled (tracegrad keeps every tensor "
-                              "in host memory in this version: use the CPU)")
+        return AssertionError("Torch not compiled with CUDA enabled (tracegrad found no CUDA GPU "
+                              "here; TRACEGRAD_CUDA_EMULATE=1 emulates one, a testing mode)")
     return AssertionError(f"tracegrad has no '{dev.type}' device in this version: tensors live in "
-                          "host memory (use the CPU)")
+                          "host memory or on a CUDA GPU")
 
 
-def check_device(d: Union[str, device, int, None]) -> device:
-    """``d`` as a device (None: the default device); raises for a device this build has not."""
+def factory_device(d: Union[str, device, int, None]) -> device:
+    """Where a new tensor goes: ``d`` (None: the default device) as the CPU or ``cuda:0``;
+    raises for a device this build cannot place tensors on."""
     if d is None:
         dev = _default[0]
         if dev is CPU:
             return CPU
     else:
-        dev = d if isinstance(d, device) else device(d)
+        dev = d
+    from .placement import resolve  # (placement imports this module)
+
+    return resolve(dev)
+
+
+def like_device(t, d: Union[str, device, int, None]) -> device:
+    """Where a ``*_like`` factory's tensor goes: ``t``'s device unless ``d`` names one."""
+    return t.device if d is None else factory_device(d)
+
+
+def check_device(d: Union[str, device, int, None]) -> device:
+    """``d`` as a device (None: the default device) for an API that makes its tensors on the
+    CPU only (nn layers' ``device=``): the CPU; a device this build has not raises PyTorch's
+    error, and cuda (available) raises NotImplementedError naming the way that works."""
+    dev = factory_device(d)
     if dev.type != "cpu":
-        raise no_device_error(dev)
+        raise NotImplementedError(f"device={str(dev)!r} is not supported here yet: make it on the CPU "
+                                  "and move it with .to('cuda') (docs/cuda.md)")
     return CPU
 
 
@@ -128,7 +148,8 @@ def is_device_like(x: object) -> bool:
 
 def to_arguments(args: tuple, dtype=None, dev=None) -> tuple:
     """(dtype, device) that ``Tensor.to`` and ``Module.to`` take from their positional
-    arguments (a device, a dtype, or a tensor giving both) and keywords; the device checked."""
+    arguments (a device, a dtype, or a tensor giving both) and keywords; the device resolved
+    (None when none is given)."""
     from .tensor import Tensor  # (tensor.py imports this module: looked up at call time)
 
     for a in args:
@@ -141,7 +162,9 @@ def to_arguments(args: tuple, dtype=None, dev=None) -> tuple:
         else:
             dtype = a
     if dev is not None:
-        check_device(dev)
+        from .placement import resolve
+
+        dev = resolve(dev)
     return dtype, dev
 
 

@@ -142,10 +142,15 @@ def tensor_repr(t):
         if t.ndim != 1:
             suffixes.append(f"size={tuple(t.shape)}")
     else:
-        a = _dt.widen_bfloat16([t._value])[0]  # (NumPy's isfinite has no bfloat16 loop)
+        a = t._value
+        if t.device.type != "cpu":  # (a cuda tensor: its values copied back to print them)
+            a = a.to_host()
+        a = _dt.widen_bfloat16([a])[0]  # (NumPy's isfinite has no bfloat16 loop)
         summarize = a.size > THRESHOLD
         fmt = _Formatter(_summarized(a) if summarize else a, t.dtype.is_floating_point)
         body = _body(a, indent, summarize, fmt)
+    if not t._is_traced and t.device.type != "cpu":  # (a cuda tensor's values were copied back)
+        suffixes.append(f"device='{t.device}'")
     if not default:
         suffixes.append(f"dtype=tracegrad.{t.dtype.name}")
     if t.grad_fn is not None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as _dt
-from .device import CPU as _CPU
+from .device import CPU as _CPU, CUDA0 as _CUDA0
+from .storage import NUMPY_MESSAGE as _NUMPY_MESSAGE, DeviceArray as _DeviceArray
 from . import grad_state as grad_mode  # (core's: autograd stands above the Tensor)
 from . import tracing as trace  # (imports nothing of the package: no cycle)
 
@@ -52,7 +53,7 @@ class _LazyVersionCounter:
 
 
 def _is_symbolic(v):
-    return not isinstance(v, np.ndarray)
+    return not isinstance(v, (np.ndarray, _DeviceArray))
 
 
 class Tensor:
@@ -150,12 +151,13 @@ class Tensor:
         """Address of the first element (eager tensors): equal for tensors sharing storage."""
         if self._is_traced:
             _graph_break(".data_ptr() on a traced tensor")
-        return self._value.__array_interface__["data"][0]
+        v = self._value
+        return v.ptr if v.__class__ is _DeviceArray else v.__array_interface__["data"][0]
 
     @property
     def device(self):
-        """Always the CPU in this version (core/device.py)."""
-        return _CPU
+        """The CPU, or cuda:0 for a tensor whose data is in device memory (core/storage.py)."""
+        return _CUDA0 if self._value.__class__ is _DeviceArray else _CPU
 
     def is_floating_point(self):
         return self._dtype.is_floating_point
@@ -399,6 +401,10 @@ class Tensor:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
             )
+        if self._value.__class__ is _DeviceArray:
+            if not force:
+                raise TypeError(_NUMPY_MESSAGE)
+            return self._value.to_host()  # (force=True: a host copy, as PyTorch's)
         return self._value
 
     def __array__(self, dtype=None, copy=None):
@@ -406,6 +412,8 @@ class Tensor:
             _graph_break("np.asarray() on a traced tensor")
         _outside_read(self, "np.asarray()")
         a = self._value
+        if a.__class__ is _DeviceArray:
+            raise TypeError(_NUMPY_MESSAGE)
         if dtype is not None:
             a = a.astype(dtype, copy=False)
         return a.copy() if copy else a
@@ -420,7 +428,8 @@ class Tensor:
             _graph_break(f"{what} on a traced tensor"
                          + (" (Python control flow on a tensor value)" if what == "bool()" else ""))
         _outside_read(self, what)
-        return self._value
+        v = self._value
+        return v.to_host() if v.__class__ is _DeviceArray else v  # (a cuda tensor's values: copied back)
 
     def item(self):
         value = self._readable(".item()")

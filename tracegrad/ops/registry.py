@@ -99,7 +99,9 @@ def _dispatch(op: OpDef, *inputs, **attrs):
     tracer = _trace.current_tracer()
     if tracer is not None:
         value = tracer.record(op, inputs, attrs, shape, dtype)
-    else:
+    elif _on_device is None or (value := _on_device(op, inputs, attrs, shape, dtype)) is None:
+        # (NumPy, on the host: _on_device is None until a cuda tensor exists, then it declines
+        # ops whose inputs are all on the CPU; core/placement.py)
         arrays = [t._value for t in inputs]
         if dtype is _BF16 or (inputs and inputs[0]._dtype is _BF16):  # (one test per op otherwise)
             arrays = _dt.widen_bfloat16(arrays)
@@ -123,3 +125,4 @@ def _dispatch(op: OpDef, *inputs, **attrs):
 
 
 _profiler = None  # the profiler module while a profile is active (set by it)
+_on_device = None  # core/placement.run once a cuda tensor exists (placement.activate)

@@ -82,7 +82,10 @@ def overlapping_pairs(arrays):
     """
     from numpy.lib.array_utils import byte_bounds
 
-    spans = sorted((*byte_bounds(a), p) for p, a in enumerate(arrays) if a is not None and a.size)
+    def bounds(a):  # (a cuda tensor's DeviceArray gives its device address range itself)
+        return byte_bounds(a) if isinstance(a, np.ndarray) else a.byte_bounds()
+
+    spans = sorted((*bounds(a), p) for p, a in enumerate(arrays) if a is not None and a.size)
     out, open_spans = [], []  # open_spans: (end, p) of the spans begun so far that may reach on
     for lo, hi, p in spans:
         open_spans = [(end, q) for end, q in open_spans if end > lo]

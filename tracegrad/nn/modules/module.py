@@ -427,11 +427,16 @@ class Module:
         return self
 
     def to(self, *args, dtype=None, device=None, non_blocking=False, **kwargs):
-        """Cast floating-point parameters and buffers to ``dtype``; the Parameter objects stay the
-        same. A device other than the CPU raises, as PyTorch's CPU build does (core/device.py)."""
+        """Move parameters and buffers to ``device`` and cast the floating-point ones to ``dtype``;
+        the Parameter objects stay the same (their data is replaced). A device this build cannot
+        place tensors on raises, as PyTorch's CPU build does (core/device.py, core/placement.py)."""
         from ...core.device import to_arguments
 
-        dtype, _ = to_arguments(args, dtype, device)
+        dtype, dev = to_arguments(args, dtype, device)
+        if dev is not None:
+            from ...core.placement import move
+
+            self._apply_to_tensors(lambda t: move(t, dev))
         if dtype is None:
             return self
         from ...core.dtypes import to_dtype
@@ -454,14 +459,12 @@ class Module:
         return self.to("bfloat16")
 
     def cpu(self):
-        return self
+        return self.to("cpu")
 
     def cuda(self, device=None):
-        """PyTorch's CPU build's error: tracegrad keeps tensors in host memory (core/device.py)."""
-        from ...core.device import check_device
-
-        check_device("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
-        return self
+        """Parameters and buffers moved to the GPU (without one, or the emulation: PyTorch's
+        CPU build's error; core/device.py)."""
+        return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
 
     # ------------------------------------------------------------------ state dict
     def state_dict(self, destination=None, prefix="", keep_vars=False):

@@ -1,11 +1,12 @@
 """The CUDA backend: an IR Graph -> one generated ``.cu`` file (kernels and a host launcher)
 -> a shared object loaded with cffi.
 
-The launcher is ``extern "C" int tg_cuda_run(void **args)``: ``args`` holds host pointers to
+The launcher is ``extern "C" int tg_cuda_run(void **args)``: ``args`` holds device pointers to
 the inputs, the graph's constants and the outputs (graph.outputs, then graph.writebacks). It
-allocates device buffers, copies the inputs in, launches every kernel on the default stream,
-copies the results out and frees what it allocated; it returns 0 or the CUDA error code.
-Tensors are host tensors in this version (docs/cuda.md).
+allocates the work buffers between kernels, launches every kernel on the default stream, waits
+for them and frees what it allocated; it returns 0 or the CUDA error code. Cuda tensors
+(core/storage.py) are handed over as they are; host arrays are copied in and out by
+``CudaExecutable`` (docs/cuda.md).
 
 How it is built:
 
@@ -35,7 +36,7 @@ from .rules import RULES, Unsupported
 
 __all__ = ["RULES", "Unsupported", "NoCuda", "build", "render", "emulated"]
 
-CODEGEN_VERSION = 1
+CODEGEN_VERSION = 2  # 2: the launcher takes device pointers
 EMULATE_ENV = "TRACEGRAD_CUDA_EMULATE"
 # what the generated source depends on, the C renderer's view and expression rules included
 # (rules.py reuses them), so that a change to any of them is a new cache key
@@ -72,7 +73,10 @@ PRELUDE = """\
 
 
 def render(plan, name="graph"):
-    """The ``.cu`` source of a lowered plan."""
+    """The ``.cu`` source of a lowered plan. Its launcher takes device pointers: the inputs,
+    the graph's constants and the outputs live in device memory already (the caller's: cuda
+    tensors, or copies CudaExecutable makes of host arrays); only the work buffers between
+    kernels are allocated here, per call."""
     from ..c.text import comment_text
 
     lines = [f"// tracegrad CUDA program ({comment_text(name)}), codegen {CODEGEN_VERSION}", PRELUDE]
@@ -80,21 +84,20 @@ def render(plan, name="graph"):
         lines.append(k["source"])
     lines.append('extern "C" int tg_cuda_run(void **args) {')
     lines.append("  int rc = 0;")
+    work = [b for b in plan.buffers if b.kind == "work"]
     for b in plan.buffers:  # (all declared before the first goto of TG_CHECK)
-        lines.append(f"  {b.ctype} *{b.name} = 0;")
-    for b in plan.buffers:
+        if b.kind == "work":
+            lines.append(f"  {b.ctype} *{b.name} = 0;")
+        else:
+            lines.append(f"  {b.ctype} *{b.name} = ({b.ctype} *)args[{b.slot}];")
+    for b in work:
         lines.append(f"  TG_CHECK(cudaMalloc((void **)&{b.name}, {max(b.nbytes, 1)}));")
-        if b.kind in ("input", "const") and b.nbytes:
-            lines.append(f"  TG_CHECK(cudaMemcpy({b.name}, args[{b.slot}], {b.nbytes}, cudaMemcpyHostToDevice));")
     for k in plan.kernels:
         lines.append(f"  {k['launch']}")
         lines.append("  TG_CHECK(cudaGetLastError());")
     lines.append("  TG_CHECK(cudaDeviceSynchronize());")
-    for b in plan.buffers:
-        if b.kind == "output" and b.nbytes:
-            lines.append(f"  TG_CHECK(cudaMemcpy(args[{b.slot}], {b.name}, {b.nbytes}, cudaMemcpyDeviceToHost));")
     lines.append("done:")
-    for b in plan.buffers:
+    for b in work:
         lines.append(f"  cudaFree({b.name});")
     lines.append("  return rc;")
     lines.append("}")
@@ -240,9 +243,16 @@ def _ffi_instance():
 
 class CudaExecutable:
     """A loaded CUDA program: call it with the input arrays (graph.inputs order); returns new
-    arrays (graph.outputs, then graph.writebacks)."""
+    arrays (graph.outputs, then graph.writebacks).
 
-    fresh_results = True  # every result is a new host array
+    Inputs that are device arrays (cuda tensors' storage, core/storage.py) are handed to the
+    program as they are (a non-contiguous view is made contiguous on the device first) and the
+    results are new device arrays: nothing crosses to the host. When no input is on the device
+    (CPU tensors compiled with backend="cuda"), the inputs are copied in and the results copied
+    back, and the results are host arrays. Host inputs among device ones (a random seed) are
+    copied in. The graph's constants are copied to the device once, at the first call."""
+
+    fresh_results = True  # every result is a new array
 
     def __init__(self, graph, plan, source, so_path, mode, cache_hit=False):
         ffi = _ffi_instance()
@@ -254,20 +264,52 @@ class CudaExecutable:
         self._lib = ffi.dlopen(so_path)
         self._in_dtypes = [v.dtype.np for v in graph.inputs]
         self._consts = list(plan.consts)
+        self._device_consts = None
         self._outs = list(plan.out_specs)
         self._lock = threading.Lock()  # one pointer array: one call at a time
 
     def __call__(self, inputs):
-        ffi = _ffi_instance()
-        arrays = [np.ascontiguousarray(a, dtype=dt) for a, dt in zip(inputs, self._in_dtypes)]
-        outs = [np.empty(shape, dt) for shape, dt in self._outs]
-        every = arrays + self._consts + outs
-        ptrs = ffi.new("void *[]", max(len(every), 1))
-        for k, a in enumerate(every):
-            if a.size:
-                ptrs[k] = ffi.from_buffer(a)
+        from ....core.storage import DeviceArray
+
+        on_device = False
+        for a in inputs:
+            if a.__class__ is DeviceArray:
+                on_device = True
+                break
+        args = [_device_input(a, dt) for a, dt in zip(inputs, self._in_dtypes)]
+        if self._device_consts is None:
+            self._device_consts = [DeviceArray.from_host(c) for c in self._consts]
+        outs = [DeviceArray.empty(shape, dt) for shape, dt in self._outs]
         with self._lock:
-            rc = self._lib.tg_cuda_run(ptrs)
-        if rc:
-            raise RuntimeError(f"the CUDA program {self.graph.name} failed with CUDA error {rc}")
-        return outs
+            run_program(self._lib, args + self._device_consts + outs, self.graph.name)
+        return outs if on_device else [o.to_host() for o in outs]
+
+
+def _device_input(a, dtype):
+    """A contiguous device array of ``dtype`` holding ``a`` (a device or host array)."""
+    from ....core.storage import DeviceArray, copy_into
+
+    if a.__class__ is not DeviceArray:
+        return DeviceArray.from_host(np.ascontiguousarray(a, dtype=dtype))
+    if a.is_contiguous and a.dtype == dtype:
+        return a
+    out = DeviceArray.empty(a.shape, dtype)
+    copy_into(out, a)
+    return out
+
+
+def run_program(lib, arrays, name):
+    """Call a loaded program's ``tg_cuda_run`` with the device pointers of ``arrays``."""
+    ffi = _ffi_instance()
+    ptrs = ffi.new("void *[]", max(len(arrays), 1))
+    for k, a in enumerate(arrays):
+        if a.size:
+            ptrs[k] = ffi.cast("void *", a.ptr)
+    rc = lib.tg_cuda_run(ptrs)
+    if rc:
+        raise RuntimeError(f"the CUDA program {name} failed with CUDA error {rc}")
+
+
+def load(so_path):
+    """A built program's library (its ``tg_cuda_run``)."""
+    return _ffi_instance().dlopen(str(so_path))

@@ -1,0 +1,149 @@
+"""Cuda tensors under the emulation (TRACEGRAD_CUDA_EMULATE=1, issue 23): device memory through
+the runtime's cudaMalloc/cudaMemcpy (host memory here), eager ops as single-op CUDA programs,
+autograd on them, and compiled training steps that stay on the device and match the CPU."""
+from __future__ import annotations
+
+import copy
+import logging
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+import tracegrad.nn as nn
+from tracegrad.compiler.backends import cuda
+from tracegrad.core.storage import DeviceArray
+
+
+@pytest.fixture
+def emulate(monkeypatch):
+    monkeypatch.setenv(cuda.EMULATE_ENV, "1")
+
+
+def test_placement_and_copies_back(emulate):
+    assert tg.cuda.is_available() and tg.cuda.device_count() == 1
+    x = tg.tensor([[1.0, 2.0], [3.0, 4.0]]).cuda()
+    assert x.device == tg.device("cuda:0") and x.is_cuda and not x.is_cpu
+    assert isinstance(x._value, DeviceArray)
+    assert x.to("cpu").device == tg.device("cpu") and x.cpu().tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert x.to("cuda") is x and x[1, 0].item() == 3.0
+    assert repr(x) == "tensor([[1., 2.],\n        [3., 4.]], device='cuda:0')"
+    for make in (lambda: tg.zeros(2, 3, device="cuda"), lambda: tg.randn(2, 3, device="cuda"),
+                 lambda: tg.ones_like(x), lambda: tg.arange(6, device="cuda"), lambda: tg.full((2,), 7.0, device="cuda")):
+        assert make().device.type == "cuda"
+    tg.set_default_device("cuda")
+    try:
+        assert tg.zeros(2).device.type == "cuda"
+    finally:
+        tg.set_default_device(None)
+    assert tg.zeros(2).device.type == "cpu"
+    tg.cuda.synchronize()
+    tg.cuda.manual_seed(0)
+    assert tg.cuda.memory_allocated() > 0
+
+
+def test_numpy_and_mixed_devices_raise_pytorchs_errors(emulate):
+    x = tg.ones(3, device="cuda")
+    with pytest.raises(TypeError, match="can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu"):
+        x.numpy()
+    with pytest.raises(TypeError, match="can't convert cuda:0 device type tensor to numpy"):
+        np.asarray(x)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but found at "
+                                           "least two devices, cuda:0 and cpu!"):
+        x + tg.ones(3)
+    assert (x + tg.tensor(2.0)).cpu().tolist() == [3.0, 3.0, 3.0]  # (a 0-dim CPU tensor is a scalar)
+
+
+def test_without_gpu_or_emulation_cuda_raises_pytorchs_error(monkeypatch):
+    monkeypatch.delenv(cuda.EMULATE_ENV, raising=False)
+    if cuda.gpu_arch() is not None:
+        pytest.skip("this machine has a GPU")
+    assert not tg.cuda.is_available()
+    with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled"):
+        tg.ones(2).cuda()
+
+
+def test_eager_ops_views_and_in_place_writes(emulate):
+    tg.manual_seed(0)
+    a = tg.randn(4, 5)
+    b = tg.randn(5, 3)
+    ga, gb = a.cuda(), b.cuda()
+    checks = [
+        (ga @ gb, a @ b), ((ga * 2 - 1).exp().sum(1), (a * 2 - 1).exp().sum(1)),
+        (ga.T, a.T), (ga[1:3, ::2], a[1:3, ::2]), (ga.reshape(20), a.reshape(20)),
+        (ga.T.reshape(20), a.T.reshape(20)), (tg.where(ga > 0, ga, gb.sum()), tg.where(a > 0, a, b.sum())),
+        (ga.amax(0), a.amax(0)), (ga.to(tg.int64), a.to(tg.int64)), (ga.cumsum(1), a.cumsum(1)),
+    ]
+    for got, want in checks:
+        assert got.device.type == "cuda" and got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    assert ga.T._value.buffer is ga._value.buffer  # a view shares the device buffer
+    ga[1:3, 0] = 10.0  # an in-place write through a view lands in the base's device memory
+    a[1:3, 0] = 10.0
+    ga.add_(1)
+    a.add_(1)
+    np.testing.assert_allclose(ga.cpu().numpy(), a.numpy())
+
+
+def test_an_op_without_a_cuda_rule_runs_on_the_host_and_says_so_once(emulate, caplog):
+    from tracegrad import _logging
+
+    x = tg.randn(3, 4)
+    _logging.set_logs(devices=True)
+    try:
+        with caplog.at_level(logging.INFO, logger="tracegrad"):
+            got = [x.cuda().cumprod(1) for _ in range(2)]
+    finally:
+        _logging.set_logs()
+    np.testing.assert_allclose(got[1].cpu().numpy(), x.cumprod(1).numpy(), rtol=1e-6)
+    said = [r for r in caplog.records if "runs on the host" in r.getMessage()]
+    assert len(said) == 1 and "cumprod" in said[0].getMessage()
+
+
+def test_autograd_on_cuda_tensors(emulate):
+    tg.manual_seed(1)
+    w = tg.randn(3, 4, requires_grad=True)
+    x = tg.randn(5, 3)
+    gw = w.detach().cuda().requires_grad_()
+    ((x.cuda() @ gw).tanh() ** 2).mean().backward()
+    ((x @ w).tanh() ** 2).mean().backward()
+    assert gw.grad.device.type == "cuda"
+    np.testing.assert_allclose(gw.grad.cpu().numpy(), w.grad.numpy(), rtol=1e-5, atol=1e-7)
+    # through a copy between devices: the gradient goes back to the CPU
+    v = tg.randn(3, requires_grad=True)
+    (v.cuda() * 3).sum().backward()
+    assert v.grad.device.type == "cpu" and v.grad.tolist() == [3.0, 3.0, 3.0]
+
+
+def _step(model, opt):
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return tg.compile(step)
+
+
+@pytest.mark.parametrize("make_opt", [lambda p: tg.optim.SGD(p, lr=0.05, momentum=0.9),
+                                      lambda p: tg.optim.Adam(p, lr=0.01)], ids=["sgd", "adam"])
+def test_compiled_training_steps_stay_on_the_device_and_match_the_cpu(emulate, make_opt):
+    tg.manual_seed(3)
+    cpu_model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    gpu_model = copy.deepcopy(cpu_model).to("cuda")
+    params = list(gpu_model.parameters())
+    storage = [p._value.buffer for p in params]
+    steps = [_step(cpu_model, make_opt(cpu_model.parameters())), _step(gpu_model, make_opt(params))]
+    tg.manual_seed(4)
+    for _ in range(20):
+        x, y = tg.randn(16, 8), tg.randn(16, 4)
+        want, got = steps[0](x, y), steps[1](x.cuda(), y.cuda())
+        assert got.device.type == "cuda"
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
+    exe = steps[1].programs[0].executable
+    assert isinstance(exe, cuda.CudaExecutable) and len(steps[1].programs) == 1
+    for p, q, buf, r in zip(cpu_model.parameters(), params, storage, gpu_model.parameters()):
+        assert r is q and q._value.buffer is buf  # the same tensors, updated in their device memory
+        assert q.grad.device.type == "cuda"
+        np.testing.assert_allclose(q.detach().cpu().numpy(), p.detach().numpy(), rtol=1e-5, atol=1e-6)

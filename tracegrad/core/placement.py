@@ -1,0 +1,176 @@
+"""Where a tensor's data lives and where an op runs: copies between the host and the device
+(``.to``, ``.cuda()``, ``.cpu()``, factories' ``device=``) and the device hook of dispatch.
+
+Dispatch (ops/registry.py) runs NumPy kernels for CPU tensors exactly as before any cuda
+tensor existed: its hook ``registry._on_device`` stays None until the first device buffer is
+allocated (``activate``), so the CPU path pays one test of a module global. From then on,
+``run`` looks at an op's inputs: all on the CPU, it declines (NumPy runs); any on the device,
+the op runs there (compiler/backends/cuda/eager.py); a CPU tensor of more than 0 dims among
+cuda ones raises PyTorch's error (a 0-dim CPU tensor is a scalar, which PyTorch allows and
+copies over).
+
+>>> import tracegrad as tg
+>>> tg.ones(2).to("cpu").device
+device(type='cpu')
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .device import CPU, CUDA0, device as _device, no_device_error
+from .storage import NUMPY_MESSAGE, DeviceArray
+
+_state = {"active": False}
+
+
+def activate() -> None:
+    """Install the device hook in dispatch (called once, with the first device allocation)."""
+    if not _state["active"]:
+        from ..ops import registry
+
+        registry._on_device = run
+        _state["active"] = True
+
+
+def cuda_available() -> bool:
+    from ..compiler.backends.cuda import runtime
+
+    return runtime.available()
+
+
+def resolve(dev) -> "_device":
+    """A device this build can place tensors on (CPU, or cuda:0 where cuda is available);
+    anything else raises PyTorch's CPU-build error. None: the CPU."""
+    if dev is None:
+        return CPU
+    d = dev if isinstance(dev, _device) else _device(dev)
+    if d.type == "cpu":
+        return CPU
+    if d.type == "cuda" and cuda_available():
+        if d.index not in (None, 0):
+            raise RuntimeError(f"CUDA error: invalid device ordinal (cuda:{d.index}: this machine has 1 device)")
+        return CUDA0
+    raise no_device_error(d)
+
+
+def device_of(value) -> "_device":
+    return CUDA0 if value.__class__ is DeviceArray else CPU
+
+
+def mixed_devices_error(first, second) -> RuntimeError:
+    return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                        f"{first} and {second}!")
+
+
+# ----------------------------------------------------------------------------- dispatch's hook
+def run(op, inputs, attrs, shape, dtype):
+    """The value of ``op`` on ``inputs`` when any is a cuda tensor (a DeviceArray), else None."""
+    on_device = False
+    for t in inputs:
+        if t._value.__class__ is DeviceArray:
+            on_device = True
+            break
+    if not on_device:
+        return None
+    arrays = []
+    for t in inputs:
+        v = t._value
+        if v.__class__ is not DeviceArray:
+            if v.ndim:
+                first = next(device_of(u._value) for u in inputs if u._value.__class__ is DeviceArray or u.ndim)
+                raise mixed_devices_error(first, CPU if first is CUDA0 else CUDA0)
+            v = DeviceArray.from_host(v)  # (a 0-dim CPU tensor: a scalar, as PyTorch allows)
+        arrays.append(v)
+    from ..compiler.backends.cuda import eager
+
+    return eager.run_op(op, arrays, attrs, shape, dtype)
+
+
+_UFUNC_OPS = {np.add: "add", np.subtract: "sub", np.multiply: "mul"}
+
+
+def ufunc(uf, method, inputs, kwargs):
+    """NumPy ufuncs reaching a DeviceArray (the autograd engine accumulates gradients with
+    ``np.add(a, b, out=a)``): the op on the device, written into ``out`` there."""
+    from ..ops.registry import REGISTRY
+    from . import dtypes as _dt
+    from .storage import copy_into
+    from .tensor import Tensor
+
+    name = _UFUNC_OPS.get(uf)
+    out = kwargs.pop("out", None)
+    if name is None or method != "__call__" or kwargs or not all(isinstance(a, DeviceArray) for a in inputs):
+        raise TypeError(NUMPY_MESSAGE)
+    op = REGISTRY[name]
+    ts = [Tensor._make(a, _dt.from_numpy_dtype(a.dtype)) for a in inputs]
+    shape, dtype = op.infer(*ts)
+    from ..compiler.backends.cuda import eager
+
+    value = eager.run_op(op, list(inputs), {}, shape, dtype)
+    if out is None:
+        return value
+    target = out[0] if isinstance(out, tuple) else out
+    copy_into(target, value)
+    return target
+
+
+# ----------------------------------------------------------------------------- copies
+def move(t, dev):
+    """``t`` on device ``dev`` (itself when already there): a copy between host and device,
+    differentiable (the gradient goes back the other way), as ``Tensor.to`` in PyTorch."""
+    dev = resolve(dev)
+    value = t._value
+    if device_of(value) is dev:
+        return t
+    from . import tracing as trace
+    from .tensor import Tensor
+
+    if trace.current_tracer() is not None or not isinstance(value, (np.ndarray, DeviceArray)):
+        trace.graph_break(f"moving a tensor to {dev} inside a compiled function")
+        raise RuntimeError(f"moving a traced tensor to {dev}")
+    moved = DeviceArray.from_host(value) if dev is CUDA0 else value.to_host()
+    out = Tensor._make(moved, t._dtype)
+    from ..autograd import grad_mode
+
+    if t._requires_grad and grad_mode.is_grad_enabled():
+        _CopyBackward.attach(t, out, device_of(value))
+    return out
+
+
+def _copy_backward_node():
+    from ..autograd.graph import Node, gradient_edge
+
+    class CopyBackwards(Node):
+        """The gradient of a copy between devices: the same copy, back."""
+
+        def __init__(self, source, back_to):
+            super().__init__([gradient_edge(source)])
+            self.back_to = back_to
+
+        @classmethod
+        def attach(cls, source, out, back_to):
+            out._requires_grad, out._grad_fn = True, cls(source, back_to)
+
+        def apply(self, grad_outputs):
+            g = grad_outputs[0]
+            return [None if g is None else move(g, self.back_to)]
+
+    return CopyBackwards
+
+
+class _LazyNode:
+    cls = None
+
+    def attach(self, source, out, back_to):
+        if _LazyNode.cls is None:
+            _LazyNode.cls = _copy_backward_node()
+        _LazyNode.cls.attach(source, out, back_to)
+
+
+_CopyBackward = _LazyNode()
+
+
+def place(array, dev):
+    """A new tensor's host ``array`` placed on ``dev`` (factories' ``device=``): the array
+    itself for the CPU, a device copy for cuda."""
+    return array if dev is CPU else DeviceArray.from_host(array)
