@@ -21,13 +21,14 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
+from typing import Any, Callable, TypeVar, cast
 
 from ..autograd import grad_mode
 from ..core.dtypes import check_can_cast
 from ..core.tensor import Tensor
 
 # the functions of the torch namespace that take out= (from PyTorch 2.13's documentation, and
-# those that take it undocumented, such as sum), where tracegrad's own signature has none
+# those that take it undocumented, such as sum): tracegrad/__init__.py wraps each by name
 NAMES = """abs acos acosh add addbmm addcdiv addcmul addmm addmv addr all amax amin aminmax angle any arange
 arccos arccosh arcsin arcsinh arctan arctan2 arctanh argmax argmin asin asinh atan atan2 atanh
 baddbmm bernoulli bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift
@@ -51,14 +52,6 @@ CREATION = {"arange", "empty", "eye", "full", "linspace", "logspace", "ones", "r
             "randperm", "zeros"}
 
 
-def install(namespace):
-    """Give every function of ``NAMES`` in ``namespace`` (the package's globals) ``out=``."""
-    for name in NAMES:
-        fn = namespace.get(name)
-        if fn is not None and "out" not in _parameters(fn):
-            namespace[name] = with_out(fn, name)
-
-
 def _parameters(fn):
     try:
         return inspect.signature(fn).parameters
@@ -66,7 +59,16 @@ def _parameters(fn):
         return {}
 
 
-def with_out(fn, name):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def with_out(fn: _F, name: str) -> _F:
+    """``fn`` (the function ``tracegrad.<name>``) taking ``out=`` as well; ``fn`` itself when it
+    has an ``out`` parameter of its own. The wrapper keeps ``fn``'s name, docstring and source
+    (``functools.wraps``: ``__wrapped__`` is ``fn``)."""
+    if "out" in _parameters(fn):
+        return fn
+
     @functools.wraps(fn)
     def call(*args, out=None, **kwargs):
         if out is None:
@@ -82,7 +84,7 @@ def with_out(fn, name):
     if params and params[-1].kind is not inspect.Parameter.VAR_KEYWORD:
         out_param = inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)
         call.__signature__ = inspect.signature(fn).replace(parameters=params + [out_param])
-    return call
+    return cast(_F, call)  # (fn's signature, plus out=)
 
 
 def _tensors(args, kwargs, out):

@@ -30,7 +30,7 @@ from ..core.device import check_device as _check_device
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
-# torch.<name>(input, ...) is input.<name>(...)
+# torch.<name>(input, ...) is input.<name>(...): the names defined below
 IN_PLACE = """abs_ acos_ acosh_ addmv_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ asinh_
 atan_ atanh_ ceil_ clamp_ clamp_max_ clamp_min_ clip_ cos_ cosh_ deg2rad_ detach_ erf_ erfc_ exp2_
 exp_ expm1_ fill_ fix_ floor_ frac_ gcd_ i0_ index_put_ lcm_ ldexp_ log10_ log1p_ log2_ log_ logit_
@@ -46,9 +46,68 @@ def _in_place(name):
     return fn
 
 
-def in_place_functions():
-    """name -> function for the in-place names Tensor has."""
-    return {name: _in_place(name) for name in IN_PLACE if hasattr(Tensor, name)}
+# the in-place functions, by name (tracegrad/__init__.py imports each)
+abs_ = _in_place("abs_")
+acos_ = _in_place("acos_")
+acosh_ = _in_place("acosh_")
+addmv_ = _in_place("addmv_")
+arccos_ = _in_place("arccos_")
+arccosh_ = _in_place("arccosh_")
+arcsin_ = _in_place("arcsin_")
+arcsinh_ = _in_place("arcsinh_")
+arctan_ = _in_place("arctan_")
+arctanh_ = _in_place("arctanh_")
+asin_ = _in_place("asin_")
+asinh_ = _in_place("asinh_")
+atan_ = _in_place("atan_")
+atanh_ = _in_place("atanh_")
+ceil_ = _in_place("ceil_")
+clamp_ = _in_place("clamp_")
+clamp_max_ = _in_place("clamp_max_")
+clamp_min_ = _in_place("clamp_min_")
+clip_ = _in_place("clip_")
+cos_ = _in_place("cos_")
+cosh_ = _in_place("cosh_")
+deg2rad_ = _in_place("deg2rad_")
+detach_ = _in_place("detach_")
+erf_ = _in_place("erf_")
+erfc_ = _in_place("erfc_")
+exp2_ = _in_place("exp2_")
+exp_ = _in_place("exp_")
+expm1_ = _in_place("expm1_")
+fill_ = _in_place("fill_")
+fix_ = _in_place("fix_")
+floor_ = _in_place("floor_")
+frac_ = _in_place("frac_")
+gcd_ = _in_place("gcd_")
+i0_ = _in_place("i0_")
+index_put_ = _in_place("index_put_")
+lcm_ = _in_place("lcm_")
+ldexp_ = _in_place("ldexp_")
+log10_ = _in_place("log10_")
+log1p_ = _in_place("log1p_")
+log2_ = _in_place("log2_")
+log_ = _in_place("log_")
+logit_ = _in_place("logit_")
+nan_to_num_ = _in_place("nan_to_num_")
+neg_ = _in_place("neg_")
+negative_ = _in_place("negative_")
+rad2deg_ = _in_place("rad2deg_")
+reciprocal_ = _in_place("reciprocal_")
+relu_ = _in_place("relu_")
+round_ = _in_place("round_")
+rsqrt_ = _in_place("rsqrt_")
+sigmoid_ = _in_place("sigmoid_")
+sin_ = _in_place("sin_")
+sinc_ = _in_place("sinc_")
+sinh_ = _in_place("sinh_")
+sqrt_ = _in_place("sqrt_")
+square_ = _in_place("square_")
+tan_ = _in_place("tan_")
+tanh_ = _in_place("tanh_")
+trunc_ = _in_place("trunc_")
+xlogy_ = _in_place("xlogy_")
+zero_ = _in_place("zero_")
 
 
 def _reduction(code):
@@ -330,6 +389,6 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
     return randint(low, high, tuple(input.shape), generator=generator, dtype=dtype or input.dtype)
 
 
-# every public function defined here (the in-place ones: in_place_functions())
+# every public function defined here
 __all__ = sorted(n for n, v in list(globals().items()) if not n.startswith("_") and callable(v)
-                 and getattr(v, "__module__", None) == __name__ and n != "in_place_functions")
+                 and getattr(v, "__module__", None) == __name__)
