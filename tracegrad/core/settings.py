@@ -26,7 +26,7 @@ def set_num_threads(n):
 
 
 def get_num_threads():
-    from ..compiler.backends.c.threads import get_num_threads as get_threads
+    from ..compiler.backends.c.threads import get_num_threads as get_threads  # (lazy: as above)
 
     return get_threads()
 
