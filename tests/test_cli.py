@@ -54,7 +54,7 @@ def test_unknown_command_is_one_line_exit_2():
     proc = run_cli("__doc__")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     line = one_error_line(proc.stderr)
-    assert "invalid choice: '__doc__'" in line and "'demo', 'inspect', 'export', 'cache'" in line
+    assert "invalid choice: '__doc__'" in line and "'demo', 'inspect', 'profile', 'export', 'cache'" in line
 
 
 @pytest.mark.parametrize("name", ["main", "build_parser", "nope"])

@@ -469,6 +469,22 @@ class CompiledFunction:
         self.programs.append(prog)
         return prog
 
+    def profile(self, *args, **kwargs):
+        """A per-kernel profile of the call with these arguments (compiler/profile/): each
+        kernel's time, FLOPs, bytes and share of this machine's measured peak, the IR nodes it
+        computes and its generated C; ``print`` it, read ``.rows`` or ``.save_chrome_trace(path)``.
+        The call's effects (parameter updates, ``.grad``) are not applied. For the number of
+        runs or a given peak: ``tracegrad.compiler.profile.profile_call``.
+
+        >>> import tracegrad as tg
+        >>> f = tg.compile(lambda x: (x * 2).exp().sum())
+        >>> p = f.profile(tg.ones(1000))  # doctest: +SKIP
+        >>> print(p)  # doctest: +SKIP
+        """
+        from .profile import profile_call
+
+        return profile_call(self, args, kwargs)
+
 
 COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -511,7 +527,7 @@ class CompiledModule:
         return self._compiled(*args, **kwargs)
 
     def __getattr__(self, item):
-        if item in ("inspect", "programs", "breaks"):
+        if item in ("inspect", "programs", "breaks", "profile"):
             return getattr(self._compiled, item)
         return getattr(self._module, item)
 

@@ -1,6 +1,6 @@
 """The command line: ``tracegrad`` (installed) or ``python -m tracegrad``.
 
-``tracegrad demo | inspect | export | cache``, each with its own ``--help``; ``--version``.
+``tracegrad demo | inspect | profile | export | cache``, each with its own ``--help``; ``--version``.
 A mistake in the command line or in what it names (a missing file, a bad ``--arg`` spec, a
 function the compiler cannot capture) is reported in one line, ``tracegrad: error: ...``, with
 exit code 2; a bare ``tracegrad`` prints the usage and exits 2 as well.
@@ -21,6 +21,7 @@ from typing import NoReturn
 from .. import _logging
 from . import demo as _demo
 from . import inspect as _inspect
+from . import profile as _profile
 
 PROG = "tracegrad"
 
@@ -79,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the saved-tensor report when its outputs are differentiable).")
     _inspect.add_arguments(p)
     p.set_defaults(run=_inspect.run)
+
+    p = sub.add_parser("profile", help="time each kernel of a function's compiled program",
+                       description=_profile.__doc__.split("\n\n")[0])
+    _profile.add_arguments(p)
+    p.set_defaults(run=_profile.run)
 
     p = sub.add_parser("export", help="export a function as a standalone C library",
                        description="Export a function as a standalone C library (docs/export.md).")

@@ -148,16 +148,18 @@ def _ffi_instance():
     return _ffi
 
 
-def render(plan, name="graph", export=None, dynamic=False):
+def render(plan, name="graph", export=None, dynamic=False, profile=False):
     """The C source of a lowered plan (jinja2 templates in compiler/backends/c/templates/). ``export``
     (a C identifier, used by tg.export) renders ``static int <export>_run(args, ws)`` without
     the loader-only ``tg_set_blas`` and its mutable globals (BLAS then comes from -DTG_BLAS).
     ``dynamic`` renders ``tg_run_dyn(args, ws, tg_B)`` for backends/c/symbolic.py, which
-    rewrites the batch-dependent literals into expressions of ``tg_B``."""
+    rewrites the batch-dependent literals into expressions of ``tg_B``. ``profile`` renders
+    the timed variant of compiler/profile/ (a clock read at the start of each kernel, on the
+    kernel's own comment line, so that every line keeps its number)."""
     if export and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", export):  # (tg.export checked it fully)
         raise ValueError(f"render: export must be a C identifier, got {export!r}")
     return render_template("program.c.j2", [plan], buffers=plan.buffers, kernels=plan.kernels, name=name,
-                           export=export or "", dynamic=dynamic,
+                           export=export or "", dynamic=dynamic, profile=profile,
                            vector_math=not export and plan.fast_math)
 
 
@@ -176,7 +178,8 @@ def render_template(template, plans, **context):
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_templates_dir())),
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
-    context = dict(dict(codegen_version=CODEGEN_VERSION, export="", dynamic=False, mvec_binary=MVEC_BINARY,
+    context = dict(dict(codegen_version=CODEGEN_VERSION, export="", dynamic=False, profile=False,
+                        mvec_binary=MVEC_BINARY,
                         blas_serial_work=BLAS_SERIAL_WORK, **runtime.context(plans)), **context)
     if "name" in context:
         context["name"] = comment_text(context["name"])
@@ -277,7 +280,7 @@ def build(graph, options=None):
             state["plan"], state["source"] = lower_split(split, graph, options)
         elif "plan" not in state:
             state["plan"] = lower(graph, options)
-            state["source"] = render(state["plan"], graph.name)
+            state["source"] = render(state["plan"], graph.name, profile=bool(options.get("profile")))
         return state["plan"], state["source"]
 
     def do_build(tmpdir):
@@ -333,6 +336,7 @@ class CExecutable:
 
         ffi = _ffi_instance()
         self.graph = graph
+        self.options = options  # (as built: compiler/profile/ builds the timed variant from them)
         self.path = so_path
         self.cache_hit = cache_hit
         self.source = meta["source"]

@@ -134,6 +134,9 @@ class Plan:
         self.inplace = []  # (output slot position, paired input index or -1): see lower()
         self.deferred = ()  # in-place positions copied in at the end (a read-after-write hazard)
         self.fast_math = True  # the vectorized math functions of runtime.h.j2 (option fast_math)
+        # per kernel, the IR nodes it computes ([] for copies of results): what a profile
+        # (compiler/profile/) names each kernel's time after
+        self.kernel_nodes = []
 
 
 class Lowerer:
@@ -151,6 +154,7 @@ class Lowerer:
         self.out_values = list(graph.outputs) + [v for v, _ in graph.writebacks]
         self.out_home = {}  # output position -> True when a kernel writes it directly
         self._names = 0
+        self._origin = []  # the nodes whose code is being emitted (Plan.kernel_nodes)
         for n in graph.nodes:
             for v in n.inputs:
                 self.consumers.setdefault(id(v), []).append(n)
@@ -303,7 +307,9 @@ class Lowerer:
             return self._join_elementwise(n)
         if rule.kind == "fold":
             return self._join_reduction(n)
+        self._origin = [n]
         rule.fn(self, n)
+        self._origin = []
 
     # ------------------------------------------------------------------ values and views
     def _base(self, v):
@@ -417,6 +423,7 @@ class Lowerer:
         nest.closed = True
         if self.open.get(nest.shape) is nest:
             del self.open[nest.shape]
+        origin, self._origin = self._origin, nest.members + nest.reductions
         shape = nest.shape
         red = set(nest.red_dims or ())
         members = set(id(m) for m in nest.members) | set(id(r) for r in nest.reductions)
@@ -457,6 +464,7 @@ class Lowerer:
             out_view = View(dst.buf, dst.offset, shape, strides)
             reductions.append((RULES.lookup(r.op).data, src, out_view, r.out.dtype))
         self._emit_loop(shape, tuple(sorted(red)), loads, stmts, stores, reductions)
+        self._origin = origin
 
     # ------------------------------------------------------------------ loop kernels
     def _emit_loop(self, shape, red_dims, loads, stmts, stores, reductions):
@@ -532,6 +540,7 @@ class Lowerer:
             "accs": accs, "parallel": parallel, "simd": True, "inplace": inplace,
             "simd_clause": "" if inplace else simd_clause,
         })
+        self.plan.kernel_nodes.append(list(self._origin))
 
     def _emit_fill(self, dst, value_c):
         self._emit_loop(dst.shape, (), [], [("t0", "", value_c)], [(dst, "t0")], [])
@@ -558,6 +567,7 @@ class Lowerer:
             self._touch(vw)
         self._io.append([(vw.buf, "?", None) for vw in views])
         self.plan.kernels.append(kernel)
+        self.plan.kernel_nodes.append(list(self._origin))
 
     def output_view(self, v):
         dst = self._alloc(v)
