@@ -194,7 +194,20 @@ def _c_type(np_dtype):
     return _dt.from_numpy_dtype(np.dtype(np_dtype)).c_type
 
 
-def _build_copy(shape, s_st, d_st, s_dt, d_dt):
+def _build_copy(*key):
+    from ...cache import get_or_build, make_key
+
+    source = copy_source(*key)
+    mode, cmd, version = toolchain()
+    key = make_key({"backend": "cuda-copy", "source": hashlib.sha256(source.encode()).hexdigest(),
+                    "mode": mode, "compiler": version})
+    so_path, _meta, _hit = get_or_build(key, lambda d: (compile_source(source, d, cmd), {"source": source}))
+    return load(so_path)
+
+
+def copy_source(shape, s_st, d_st, s_dt, d_dt):
+    """The ``.cu`` of a strided copy over (coalesced) ``shape``: one grid-stride kernel reading
+    with strides ``s_st`` and writing with ``d_st``, casting NumPy dtype ``s_dt`` to ``d_dt``."""
     total = int(np.prod(shape, dtype=np.int64))
     st, dt = _c_type(s_dt), _c_type(d_dt)
     lines, names = unravel("i", shape, "i")
@@ -203,7 +216,7 @@ def _build_copy(shape, s_st, d_st, s_dt, d_dt):
     value = "(s[{}] != 0)".format(si) if np.dtype(d_dt) == np.bool_ else f"({dt})s[{si}]"
     body = "\n".join("    " + x for x in lines)
     grid = max(1, min((total + BLOCK - 1) // BLOCK, MAX_GRID))
-    source = "\n".join([
+    return "\n".join([
         "// tracegrad strided copy", PRELUDE,
         f"__global__ void tg_copy(const {st} *__restrict__ s, {dt} *__restrict__ d) {{",
         f"  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < {total}; "
@@ -222,10 +235,3 @@ def _build_copy(shape, s_st, d_st, s_dt, d_dt):
         "}",
         "",
     ])
-    from ...cache import get_or_build, make_key
-
-    mode, cmd, version = toolchain()
-    key = make_key({"backend": "cuda-copy", "source": hashlib.sha256(source.encode()).hexdigest(),
-                    "mode": mode, "compiler": version})
-    so_path, _meta, _hit = get_or_build(key, lambda d: (compile_source(source, d, cmd), {"source": source}))
-    return load(so_path)
