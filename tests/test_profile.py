@@ -131,6 +131,27 @@ def test_a_compiled_module_profiles_its_forward():
     assert any(r.kind == "product" for r in p.rows)
 
 
+def test_a_dynamic_function_is_profiled_at_the_given_sizes():
+    f = tg.compile(lambda x, w: (x @ w).relu().sum(), dynamic=True)
+    w = tg.randn(16, 4)
+    f(tg.randn(8, 16), w)
+    f(tg.randn(12, 16), w)
+    p = f.profile(tg.randn(10, 16), w)
+    assert [r.flops for r in p.rows if r.kind == "product"] == [2 * 10 * 16 * 4]
+
+
+def test_a_program_split_over_its_batch_is_timed_unsplit():
+    w = tg.randn(32, 16, requires_grad=True)
+    f = tg.compile(lambda x: (x @ w).tanh().sum(), options={"batch_split": True})
+    p = f.profile(tg.randn(64, 32))
+    assert f.programs[0].executable.options["batch_split"]
+    fwd = next(t for t in p.programs if t.program == "forward")
+    assert "timed unsplit" in fwd.note and "timed unsplit" in str(p)
+    rows = [r for r in p.rows if r.program == "forward"]
+    assert sorted(r.index for r in rows) == list(range(fwd.kernels))
+    assert all(re.match(rf"\s*/\* kernel {r.index}: ", open(r.source).read().split("\n")[r.line - 1]) for r in rows)
+
+
 def test_programs_other_than_c_are_refused_in_one_line():
     f = tg.compile(lambda x: x * 2, backend="interpreter")
     with pytest.raises(ProfileError, match=r"C programs \(backend='c'\); this is the interpreter's") as e:
