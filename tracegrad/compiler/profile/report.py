@@ -106,14 +106,14 @@ class Profile:
             other = p.call_us - p.kernel_us
             lines.append(f"  {p.program}: {p.kernels} kernels {p.kernel_us:.1f} us + call and glue "
                          f"{other:.1f} us; C source {p.source}" + (f" ({p.note})" if p.note else ""))
-        head = ("kernel", "what", "IR nodes", "time us", "%", "GFLOP/s", "%FMA", "GB/s", "%BW", "line")
+        head = ("kernel", "what", "IR nodes", "time us", "%", "GFLOP/s", "%FMA", "GB/s", "%BW", "C line")
         body = []
         shown = self.rows if limit is None else self.rows[:limit]
         for r in shown:
             body.append((r.where, _cut(r.label, 34), _cut(_short_nodes(r.nodes), 26), f"{r.time_us:.1f}",
                          f"{100 * r.share:.1f}", _rate(r.gflops, r.flops), _pct(r.fma_pct, r.flops),
                          _rate(r.gbs, r.bytes), _pct(r.bandwidth_pct, r.bytes),
-                         f"{_SHORT.get(r.program, r.program + ' ').strip() or 'line'} {r.line}"))
+                         f"{_SHORT.get(r.program, r.program + ' ')}{r.line}"))  # (of the source above)
         widths = [max(len(str(x[i])) for x in [head] + body) for i in range(len(head))]
         right = {3, 4, 5, 6, 7, 8}
         for row in [head] + body:
