@@ -13,7 +13,7 @@ A function whose outputs are differentiable is profiled as its forward and its b
 (gradients of ones); a whole training step (backward and optimizer inside the function) is one
 program. The profile runs the programs on the arguments' values without applying their
 effects: parameters, optimizer state and ``.grad`` are left as they were, and nothing is
-returned. Only the C backend is profiled; other programs raise ProfileError.
+returned (a program that draws random numbers takes one seed from the generator, as a call). Only the C backend is profiled; other programs raise ProfileError.
 
 >>> import tracegrad as tg
 >>> from tracegrad.compiler.profile import MachinePeak
@@ -98,8 +98,8 @@ def profile_program(program, flat_args: Sequence, *, repeat: int = DEFAULT_REPEA
 
 
 def remember_peak(peak: MachinePeak) -> None:
-    """Store ``peak`` as this machine's (what ``machine_peak`` then returns, until refreshed):
-    figures measured elsewhere, or fixed ones for tests."""
+    """Store ``peak`` as this machine's for the present thread count (what ``machine_peak``
+    then returns, until refreshed): figures measured elsewhere, or fixed ones for tests."""
     cache.write_json(cache.cache_dir(), cache_name(max(1, get_num_threads())), dataclasses.asdict(peak))
 
 
