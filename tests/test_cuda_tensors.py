@@ -147,3 +147,19 @@ def test_compiled_training_steps_stay_on_the_device_and_match_the_cpu(emulate, m
         assert r is q and q._value.buffer is buf  # the same tensors, updated in their device memory
         assert q.grad.device.type == "cuda"
         np.testing.assert_allclose(q.detach().cpu().numpy(), p.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_compiled_function_retraces_when_its_tensors_change_device(emulate):
+    f = tg.compile(lambda x: (x * 2).sum())
+    assert f(tg.ones(3)).device.type == "cpu"
+    assert f(tg.ones(3).cuda()).device.type == "cuda"
+    assert f(tg.ones(3)).device.type == "cpu" and len(f.programs) == 2
+    assert "x: Tensor f32[3] requires_grad=False on cuda:0" in f.programs[1].guards
+    assert isinstance(f.programs[1].executable, cuda.CudaExecutable)
+    lin = nn.Linear(3, 2)
+    g = tg.compile(lambda x: lin(x).sum())
+    want = g(tg.ones(2, 3)).item()
+    lin.to("cuda")  # the same parameters, moved: the program built for the CPU no longer applies
+    got = g(tg.ones(2, 3).cuda())
+    assert got.device.type == "cuda" and len(g.programs) == 2
+    np.testing.assert_allclose(got.item(), want, rtol=1e-6)

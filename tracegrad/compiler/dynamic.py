@@ -283,6 +283,8 @@ def _relaxed_mismatch(x, g):
         want = "[B" + "".join(f", {d}" for d in g[1][1:]) + "]"
         return (f"expected {g[2].short}{want} requires_grad={g[3]}, got "
                 f"{x.dtype.short}{list(shape)} requires_grad={x.requires_grad}")
+    if x._value.__class__ is not g[4]:
+        return _arg_mismatch(x, g)  # (the device changed: its message)
     return None
 
 

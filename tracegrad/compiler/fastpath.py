@@ -92,7 +92,8 @@ def compile_check(cap, relaxed=False):
         kind = g[0]
         if kind == "tensor":
             cond = (f"isinstance({x}, {T}) and {_shape_cond(s, x, g[1], relaxed)} and "
-                    f"{x}._dtype is {s.const(g[2])} and {x}._requires_grad == {s.const(g[3])}")
+                    f"{x}._dtype is {s.const(g[2])} and {x}._requires_grad == {s.const(g[3])} "
+                    f"and {x}._value.__class__ is {s.const(g[4])}")
         elif kind == "value":  # by bits for floats (pystate.value_cond)
             cond = value_cond(_Code(s.const), x, g[2], frozenset(), [])
         elif kind == "array":
@@ -108,7 +109,7 @@ def compile_check(cap, relaxed=False):
         if kind == "data":
             t = s.const(g[1])
             cond = (f"{t}._value.shape == {s.const(g[2])} and {t}._dtype is {s.const(g[3])} "
-                    f"and {t}._requires_grad == {s.const(g[4])}")
+                    f"and {t}._requires_grad == {s.const(g[4])} and {t}._value.__class__ is {s.const(g[6])}")
         elif kind == "grad_is_none":
             cond = f"({_real(s, g[1])}._grad is None) == {s.const(g[2])}"
         elif kind == "value":

@@ -73,7 +73,7 @@ class Program:
         for i, g in enumerate(cap.arg_guards):
             name = names[i] if i < len(names) else str(i)
             if g[0] == "tensor":
-                out.append(f"{name}: Tensor {g[2].short}{list(g[1])} requires_grad={g[3]}")
+                out.append(f"{name}: Tensor {g[2].short}{list(g[1])} requires_grad={g[3]}{_on(g[4])}")
             elif g[0] == "value":
                 out.append(f"{name} == {g[2]!r}")
             elif g[0] == "array":
@@ -83,7 +83,7 @@ class Program:
         naming = getattr(cap, "naming", None)
         for g in cap.state_guards:
             if g[0] == "data":
-                out.append(f"{g[5]}: the same tensor, {g[3].short}{list(g[2])} requires_grad={g[4]}")
+                out.append(f"{g[5]}: the same tensor, {g[3].short}{list(g[2])} requires_grad={g[4]}{_on(g[6])}")
             elif g[0] == "value":
                 out.append(f"{g[1]} == {g[3]!r}")
             elif g[0] == "grad_shape":
@@ -295,6 +295,8 @@ def _arg_mismatch(x, g):
         if x._value.shape != g[1] or x._dtype is not g[2] or x._requires_grad != g[3]:
             return (f"expected {g[2].short}{list(g[1])} requires_grad={g[3]}, got "
                     f"{x.dtype.short}{list(x.shape)} requires_grad={x.requires_grad}")
+        if x._value.__class__ is not g[4]:
+            return f"expected a tensor on {_device(g[4])}, got one on {x.device}"
     elif kind == "value":
         if not same_value(x, g[2]):
             return f"expected {g[2]!r}, got {x!r}"
@@ -305,6 +307,18 @@ def _arg_mismatch(x, g):
     elif x is not g[2]:
         return f"a different {type(x).__name__} object"
     return None
+
+
+def _device(storage_class):
+    """The device of tensors whose ``_value`` is of ``storage_class`` (a guard's record)."""
+    from ..core.storage import DeviceArray
+
+    return "cuda:0" if storage_class is DeviceArray else "cpu"
+
+
+def _on(storage_class):
+    """A guard line's device, said only for tensors off the CPU (CPU lines stay as they were)."""
+    return "" if _device(storage_class) == "cpu" else f" on {_device(storage_class)}"
 
 
 def _py_guard_line(guard):
@@ -368,6 +382,8 @@ def _state_mismatch(g, flat_args, cap):
         if t._value.shape != g[2] or t._dtype is not g[3] or t._requires_grad != g[4]:
             return (f"{g[5]} changed: expected {g[3].short}{list(g[2])} requires_grad={g[4]}, got "
                     f"{t.dtype.short}{list(t.shape)} requires_grad={t.requires_grad}")
+        if t._value.__class__ is not g[6]:
+            return f"{g[5]} moved: expected it on {_device(g[6])}, it is on {t.device}"
     elif kind == "grad_is_none":
         real = _real(g[1], flat_args)
         if (real._grad is None) != g[2]:

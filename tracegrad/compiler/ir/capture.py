@@ -69,7 +69,8 @@ def arg_guard(x, name):
     from ...core.tracing import graph_break
 
     if isinstance(x, Tensor):
-        return ("tensor", tuple(x.shape), x.dtype, x.requires_grad)
+        # (the storage's class says the device: a program built for cuda tensors reads device memory)
+        return ("tensor", tuple(x.shape), x.dtype, x.requires_grad, x._value.__class__)
     if isinstance(x, _SIMPLE):
         return ("value", type(x), x)
     if isinstance(x, np.ndarray):
@@ -228,7 +229,7 @@ def _finish(cap, tracer, graph, result, sym_args, fn, flat):
         where, t = entry.where, entry.tensor
         if where[0] == "data":
             cap.state_guards.append(("data", t, tuple(t.shape), t.dtype, t.requires_grad,
-                                     naming.of(where)))
+                                     naming.of(where), t._value.__class__))
         else:
             cap.state_guards.append(("grad_shape", where, tuple(t.shape), t.dtype, naming.of(where)))
     # (their training flags, attributes, parameters...: one module-state guard, _guard_python_state)
