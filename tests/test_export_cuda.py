@@ -6,7 +6,7 @@ host buffers, cudaMalloc'd device copies, the call, cudaMemcpy back. A forward p
 (tg.func.grad) with its loss, an SGD training step with parameters updated in place (outputs
 aliasing inputs) and a split forward/backward are compared with eager tracegrad; wrong sizes and
 counts return 1 with the C library's messages and write nothing; the generated sources compile
-with `nvcc -arch=sm_90 -c` when nvcc is present.
+with `nvcc -arch=sm_90 -c` when nvcc is present; the CLI takes `--backend cuda`.
 """
 import os
 import re
@@ -331,6 +331,34 @@ def test_split_forward_then_backward(tmp_path):
                                [value.item(), gW.numpy()[0, 0], gb.numpy()[0]], rtol=1e-4)
 
 
+def test_step_of_tensors_on_the_device(tmp_path, monkeypatch):
+    """A model and batch on cuda tensors (emulated): the export reads their device memory for
+    example_inputs and updated_values, and the library's steps equal eager steps on the device."""
+    from tracegrad.compiler.backends import cuda
+
+    monkeypatch.setenv(cuda.EMULATE_ENV, "1")
+    tg.manual_seed(6)
+    model = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 3)).cuda()
+    opt = tg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def device_step(x, y):
+        opt.zero_grad()
+        weights = tg.tensor([1.0, 2.0, 0.5], device="cuda")  # a constant made on the device
+        loss = (((model(x) - y) ** 2) * weights).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    x, y = tg.randn(4, 5, device="cuda"), tg.randn(4, 3, device="cuda")
+    device_step(x, y)
+    ep = tg.export(device_step, x, y, backend="cuda")
+    exe = build(ep, tmp_path)
+    inputs = ep.example_inputs()
+    assert all(isinstance(a, np.ndarray) for a in inputs)
+    losses = [device_step(x, y) for _ in range(3)]
+    run_driver(exe, tmp_path, inputs, "steps", "3")
+    assert_close(read_outputs(ep, tmp_path), [losses[-1].cpu().detach().numpy()] + ep.updated_values())
+
+
 # ----------------------------------------------------------------------------- refusals
 def test_refusals_name_what_is_wrong():
     with pytest.raises(ValueError, match="backend must be one of 'c', 'cuda', got 'metal'"):
@@ -347,3 +375,18 @@ def test_refusals_name_what_is_wrong():
     with pytest.raises(ValueError, match="C or C\\+\\+ keyword"):  # the C export's own rule applies too
         tg.export(lambda x: x + 1, tg.ones(3), name="template", backend="cuda")
 
+
+def test_cli_backend_cuda(tmp_path, capsys):
+    from tracegrad.tools import cli
+
+    src = tmp_path / "fns.py"
+    src.write_text("def affine(x, scale):\n    return (x * scale + 1).relu()\n")
+    out = tmp_path / "lib"
+    assert cli.main(["export", f"{src}:affine", "--arg", "x=f32[4,3]", "--arg", "scale=2.0", "--backend", "cuda",
+                     "-o", str(out)]) == 0
+    assert {"affine.cu", "affine.h", "example.cu", "tg_cuda_emulate.h"} <= set(os.listdir(out))
+    assert "EMULATE=1" in capsys.readouterr().out
+    assert cli.main(["export", f"{src}:affine", "--arg", "x=f32[4,3]", "--arg", "scale=2.0", "--backend", "tpu",
+                     "-o", str(tmp_path / "other")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("tracegrad: error: export:") and "'tpu'" in err

@@ -86,8 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     _profile.add_arguments(p)
     p.set_defaults(run=_profile.run)
 
-    p = sub.add_parser("export", help="export a function as a standalone C library",
-                       description="Export a function as a standalone C library (docs/export.md).")
+    p = sub.add_parser("export", help="export a function as a standalone C or CUDA library",
+                       description="Export a function as a standalone C library, or CUDA with --backend cuda "
+                                   "(docs/export.md, docs/cuda.md).")
     _inspect.add_target_arguments(p)
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write")
     p.add_argument("--name", help="C name of the function (default: the Python name)")
@@ -96,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the leading dim of the batch arguments is a runtime batch size B")
     p.add_argument("--split", action="store_true",
                    help="separate <name>_forward and <name>_backward entry points")
+    p.add_argument("--backend", choices=("c", "cuda"), default="c",
+                   help="c: a C library on host memory (default); cuda: a .cu library on device pointers")
     p.set_defaults(run=_run_export)
 
     p = sub.add_parser("cache", help="show or empty the compiled-code cache",
@@ -151,12 +154,16 @@ def _run_export(opts: argparse.Namespace) -> int:
 
     try:
         fn, args, kwargs = _inspect.load_call(opts)
-        ep = tg.export(fn, *args, name=opts.name, dynamic=opts.dynamic, split=opts.split, **kwargs)
+        ep = tg.export(fn, *args, name=opts.name, dynamic=opts.dynamic, split=opts.split, backend=opts.backend,
+                       **kwargs)
         ep.save(opts.output)
     except _inspect.user_errors() as exc:
         raise UsageError.of("export", exc) from exc
     print(ep)
-    print(f"wrote {opts.output} (build it with: make -C {opts.output})")
+    build = f"make -C {opts.output}"
+    if opts.backend == "cuda":
+        build += f" (with a GPU), or {build} EMULATE=1 (on the CPU, emulated)"
+    print(f"wrote {opts.output} (build it with: {build})")
     if opts.build:
         return subprocess.run(["make", "-C", opts.output], check=False).returncode
     return 0

@@ -246,6 +246,13 @@ def _binding_array(kind, ref, flat):
     return (ref._grad if kind == "grad" else ref)._value
 
 
+def _host_copy(value):
+    """A host array copy of a tensor's value (a cuda tensor's device memory is copied back)."""
+    from ...core.storage import DeviceArray
+
+    return value.to_host() if isinstance(value, DeviceArray) else np.array(value, copy=True)
+
+
 def _c_values(arr, dtype):
     """Exact C initializer text for a constant array."""
     flat = np.asarray(arr, dtype=dtype.np).reshape(-1)
@@ -316,12 +323,12 @@ class ExportedProgram:
         """The current values of the tensors bound to the inputs (arguments as given to export,
         parameters and optimizer state as they are now): feed them to the C function to start
         where Python is."""
-        return [np.array(t.source(), copy=True) for t in self.inputs]
+        return [_host_copy(t.source()) for t in self.inputs]
 
     def updated_values(self):
         """The current values of the tensors behind the "updated" outputs (after an eager call
         of the function these are what the C function returns in those positions)."""
-        return [np.array(t.source(), copy=True) for t in self.outputs if t.role == "updated"]
+        return [_host_copy(t.source()) for t in self.outputs if t.role == "updated"]
 
     def __str__(self):
         lines = [f"ExportedProgram {self.name} ({self.target.abi}, workspace {self.workspace} bytes)"]
