@@ -252,14 +252,14 @@ def inplace_pairs(cap):
     own storage (an argument, a parameter or optimizer state, an existing .grad): the C
     backend may write those results in place. The input is the one bound to that same
     storage (the program reads the old value through it), -1 when the program never reads it."""
-    out = []
-    for j, (kind, ref) in enumerate(cap.writebacks):
-        if kind not in _INPLACE_KINDS:
-            continue
-        same = (lambda b: b.ref is ref) if kind in ("data", "grad") else (lambda b: b.ref == ref)
-        k = next((n for n, b in enumerate(cap.bindings) if b.kind == kind and same(b)), -1)
-        out.append((j, k))
-    return tuple(out)
+    from .ir.aliasing import binding_key
+
+    first = {}  # (by key: a search of the bindings per write-back was quadratic in the parameters)
+    for n, b in enumerate(cap.bindings):
+        if b.kind in _INPLACE_KINDS:
+            first.setdefault(binding_key(b.kind, b.ref), n)
+    return tuple((j, first.get(binding_key(kind, ref), -1))
+                 for j, (kind, ref) in enumerate(cap.writebacks) if kind in _INPLACE_KINDS)
 
 
 def _target_getters(cap, exe, n_outputs):

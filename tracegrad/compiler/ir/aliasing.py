@@ -251,11 +251,11 @@ def finish(cap, flat, same):
         names.append(_name(cap, b.kind, b.ref))
     position = {}  # a binding's key -> its positions in refs (tensors by identity, arguments by index)
     for p, (kind, ref) in enumerate(refs):
-        position.setdefault(_binding_key(kind, ref), []).append(p)
+        position.setdefault(binding_key(kind, ref), []).append(p)
     written = set()
     for kind, ref in cap.writebacks:
         if kind in _STORAGE_KINDS:
-            written.update(position.get(_binding_key(kind, ref), ()))
+            written.update(position.get(binding_key(kind, ref), ()))
     pairs = [(j, i) for j, i in sorted(same.items()) if isinstance(flat[j], Tensor)]
     guard = AliasGuard(refs, frozenset(written), pairs, frozenset(), names, cap.arg_names)
     if not written and not pairs:
@@ -271,8 +271,9 @@ def finish(cap, flat, same):
     return guard
 
 
-def _binding_key(kind, ref):
-    """A lifted tensor ("data", "grad") is known by identity, an argument by its index."""
+def binding_key(kind, ref):
+    """A hashable key of a binding or write-back into user storage (``_STORAGE_KINDS``): a
+    lifted tensor ("data", "grad") is known by identity, an argument by its index."""
     return (kind, id(ref)) if kind in ("data", "grad") else (kind, ref)
 
 

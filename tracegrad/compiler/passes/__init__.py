@@ -42,12 +42,14 @@ def run_pass(p, graph, verify=None):
 
 def optimize(graph, verify=None):
     """Run the pipeline to a fixed point (at most MAX_ROUNDS rounds)."""
+    before = graph.signature()
     for _ in range(MAX_ROUNDS):
-        before = graph.signature()
         for p in PIPELINE:
             run_pass(p, graph, verify)
-        if graph.signature() == before:
+        after = graph.signature()  # (also the next round's "before": nothing runs in between)
+        if after == before:
             break
+        before = after
     run_pass(bucket_collectives, graph, verify)
     return graph
 
