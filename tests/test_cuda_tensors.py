@@ -163,3 +163,39 @@ def test_a_compiled_function_retraces_when_its_tensors_change_device(emulate):
     got = g(tg.ones(2, 3).cuda())
     assert got.device.type == "cuda" and len(g.programs) == 2
     np.testing.assert_allclose(got.item(), want, rtol=1e-6)
+
+
+def test_a_graph_without_cuda_rules_falls_back_through_host_copies(emulate):
+    """Cross-entropy (gather) has no CUDA lowering: the step runs on the interpreter with the
+    usual warning, its tensors staying cuda tensors; a compiled forward's backward runs too."""
+    tg.manual_seed(0)
+    m = nn.Linear(6, 5).cuda()
+    opt = tg.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, t):
+        opt.zero_grad()
+        loss = tg.nn.functional.cross_entropy(m(x), t)
+        loss.backward()
+        opt.step()
+        return loss
+
+    x, t = tg.randn(4, 6), tg.randint(0, 5, (4,))
+    ref = copy.deepcopy(m).cpu()
+    ref_opt = tg.optim.SGD(ref.parameters(), lr=0.1)
+    with pytest.warns(RuntimeWarning, match="no CUDA lowering for op 'gather'"):
+        got = tg.compile(step)(x.cuda(), t.cuda())
+    ref_opt.zero_grad()
+    want = tg.nn.functional.cross_entropy(ref(x), t)
+    want.backward()
+    ref_opt.step()
+    assert got.device.type == "cuda" and m.weight.device.type == "cuda"
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+    np.testing.assert_allclose(m.weight.detach().cpu().numpy(), ref.weight.detach().numpy(), rtol=1e-5, atol=1e-7)
+    w = tg.randn(6, 3, requires_grad=True, device="cuda")
+    out = tg.compile(lambda a: (a @ w).tanh().sum())(x.cuda())
+    out.backward()
+    w_cpu = w.detach().cpu().requires_grad_()
+    (x @ w_cpu).tanh().sum().backward()
+    assert w.grad.device.type == "cuda"
+    np.testing.assert_allclose(w.grad.cpu().numpy(), w_cpu.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert tg.tril(tg.ones(3, 3, device="cuda")).cpu().tolist() == tg.tril(tg.ones(3, 3)).tolist()

@@ -172,5 +172,6 @@ def triu(x: Tensor, diagonal: int = 0) -> Tensor:
 
 def _triangle(x, diagonal, keep):
     rows, cols = x.shape[-2:]
-    offset = E.SUB(unsqueeze(creation.arange(cols), 0), unsqueeze(creation.arange(rows), 1))  # col - row
+    dev = x.device  # (a cuda tensor's mask is made on the device: ops do not mix devices)
+    offset = E.SUB(unsqueeze(creation.arange(cols, device=dev), 0), unsqueeze(creation.arange(rows, device=dev), 1))  # col - row
     return E.WHERE(keep(*promoted(offset, int(diagonal))), x, scalar_tensor(0, x.dtype))
