@@ -433,8 +433,8 @@ class Module:
         from ...core.device import to_arguments
 
         dtype, dev = to_arguments(args, dtype, device)
-        if dev is not None:
-            from ...core.placement import move
+        if dev is not None and any(t.device != dev for t in (*self.parameters(), *self.buffers())):
+            from ...core.placement import move  # (only when something moves: .data is replaced)
 
             self._apply_to_tensors(lambda t: move(t, dev))
         if dtype is None:
