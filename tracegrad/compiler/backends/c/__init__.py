@@ -42,9 +42,9 @@ from .lower import BLAS_SERIAL_WORK, matmul_work
 from .rules import RULES, Unsupported  # (api.py catches Unsupported)
 from .toolchain import MVEC_BINARY, CompileFailed, NoCompiler
 
-CODEGEN_VERSION = 6  # 2: tg_set_blas takes OpenBLAS's thread-count setter/getter; 3: and ?omatcopy;
+CODEGEN_VERSION = 7  # 2: tg_set_blas takes OpenBLAS's thread-count setter/getter; 3: and ?omatcopy;
 # 4: the runtime split by theme (runtime.py); 5: factorizations through LAPACK (theme lapack);
-# 6: identical kernels as one function (shared.py)
+# 6: identical kernels as one function (shared.py); 7: tg_set_blas_batch (cblas_?gemm_batch)
 _ffi = None
 _warned_no_compiler = False
 
@@ -84,7 +84,8 @@ _fingerprint = None
 FFI_CDEF = ("int tg_run(void **args, char *ws); int tg_run_dyn(void **args, char *ws, int64_t B); "
             "void tg_set_blas(void *s, void *d, int ilp64, void *threads_local, void *set_threads, "
             "void *get_threads, void *somatcopy, void *domatcopy); void tg_set_pool(void *parallel2); "
-            "void tg_set_collective(void *fn); void tg_set_lapack(void **fns, int count);")
+            "void tg_set_collective(void *fn); void tg_set_lapack(void **fns, int count); "
+            "void tg_set_blas_batch(void *sgemm_batch, void *dgemm_batch);")
 
 
 def generate_cffi_module(directory):
@@ -349,6 +350,7 @@ class CExecutable:
         self._lib.tg_set_blas(ptr(b.sgemm), ptr(b.dgemm), b.ilp64, ptr(b.threads_local),
                               ptr(b.set_threads), ptr(b.get_threads), ptr(b.somatcopy),
                               ptr(b.domatcopy))
+        self._lib.tg_set_blas_batch(ptr(b.sgemm_batch), ptr(b.dgemm_batch))
         if "tg_set_lapack" in self.source:  # (runtime theme lapack: toolchain.LAPACK_FUNCTIONS' order)
             self._lib.tg_set_lapack(ffi.new("void *[]", [ptr(a) for a in b.lapack]), len(b.lapack))
         if meta.get("batch_split"):  # batch_split.c.j2: the halves run on pool.c's worker

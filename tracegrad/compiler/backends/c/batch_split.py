@@ -373,6 +373,9 @@ def lower_split(split, graph, options):
     from . import render_template
     from .lower import Plan, lower
 
+    # (the halves and tails run on two threads at once: their products each on one BLAS thread,
+    # never a batched call that would share items out over BLAS's threads: kernels.matmul)
+    options = dict(options, one_blas_thread=True)
     half = lower(split.half, dict(options, inplace=()))
     tails = [(lower(g, dict(options, inplace=pairs)), positions)
              for g, positions, pairs in _tail_groups(split.tail, options.get("inplace", ()))]

@@ -135,6 +135,19 @@ def matmul(lw, n):
     batches = _prod(batch)
     small = M * N * K < BLAS_SERIAL_WORK
     parallel = lw.parallel_for(batches * M * N * K, batches) if small else None
+    if (small and batches > 1 and ct in ("float", "double") and not parallel
+            and batches * M * N * K >= BLAS_SERIAL_WORK and not lw.options.get("one_blas_thread")):
+        # a batch of small products worth BLAS's threads together (attention's, per batch item
+        # and head, in a program whose large products use BLAS's threads): one batched call
+        # that shares the items out over them (gemm.h.j2: TG_GEMM_BATCH), not a loop of calls
+        # on one core; the operands' batch strides go as arrays, so any view is read in place
+        arrays = ", ".join(f"tg_{name}[] = {{{', '.join(str(x) for x in values)}}}" for name, values in
+                           (("bd", batch), ("sa", av.strides[:-2]), ("sb", bv.strides[:-2]),
+                            ("sc", ov.strides[:-2])))
+        call = (f"tg_gemm_{ct}_batch({len(batch)}, tg_bd, tg_sa, tg_sb, tg_sc, {M}, {N}, {K}, "
+                f"{av.buf} + {av.offset}, {ars}, {acs}, {bv.buf} + {bv.offset}, {brs}, {bcs}, {ov.buf} + {ov.offset});")
+        _raw(lw, _block([f"    const int64_t {arrays};", f"    {call}"]), [av, bv, ov], "matmul")
+        return
     if parallel and len(bvars) > 1:
         parallel += f" collapse({len(bvars)})"
     lines = _loops(bvars, body, parallel=parallel)

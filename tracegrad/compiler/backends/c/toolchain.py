@@ -231,6 +231,10 @@ class Blas(NamedTuple):
     somatcopy: int | None = None
     domatcopy: int | None = None
     lapack: tuple = ()  # addresses (or None) of LAPACK_FUNCTIONS, in that order
+    # OpenBLAS's cblas_?gemm_batch (LP64 only): a batch of small products in one call, shared
+    # out over its threads (gemm.h.j2: TG_GEMM_BATCH)
+    sgemm_batch: int | None = None
+    dgemm_batch: int | None = None
 
 
 NO_BLAS = Blas(None, None, 1, None)  # what a program is told without one: its plain C loops
@@ -331,5 +335,7 @@ def blas():
                     domatcopy=_address(lib, f"{prefix}cblas_domatcopy{suffix}"),
                     # (LP64 only: the theme passes Fortran integers as C ints)
                     lapack=() if ilp64 else tuple(_address(lib, f"{prefix}{name}_")
-                                                  for name in LAPACK_FUNCTIONS))
+                                                  for name in LAPACK_FUNCTIONS),
+                    sgemm_batch=None if ilp64 else _address(lib, f"{prefix}cblas_sgemm_batch"),
+                    dgemm_batch=None if ilp64 else _address(lib, f"{prefix}cblas_dgemm_batch"))
     return None
