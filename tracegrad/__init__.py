@@ -13,9 +13,9 @@ from .core.dtypes import (bool_ as bool, bfloat16, float16, float32, float64, in
 from .core.dtypes import (float32 as float, float64 as double, float16 as half, int64 as long, int32 as int,
                           int16 as short)
 from .core.dtypes import finfo, iinfo
-from .core.tensor import Size, Tensor
+from .core.tensor import Size
 from .core.device import device, get_default_device, set_default_device
-from ._api import tensor_methods as _methods  # (binds methods onto Tensor)
+from ._api.tensor import Tensor  # (the public class: its methods are declared there)
 from .core.creation import (arange, as_tensor, bernoulli, empty, empty_like, eye, from_dlpack, from_numpy,
                             full, full_like, linspace, manual_seed, multinomial, normal, ones, ones_like,
                             poisson, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
@@ -86,7 +86,6 @@ is_tensor = lambda obj: isinstance(obj, Tensor)
 from . import nn
 from . import special  # (tg.special, as torch.special)
 from .special import i0  # (torch.i0: an alias of special.i0)
-from ._api import namespace_methods as _methods_extra  # (binds more Tensor methods)
 from .nn.functional import log_softmax, softmax  # tg.softmax(x, dim), as torch.softmax
 from .serialization import load, load_checkpoint, save, save_checkpoint
 from . import amp  # (tg.amp: autocast, GradScaler)

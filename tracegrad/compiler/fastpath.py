@@ -46,7 +46,7 @@ def make_tensors(arrays, dtypes, inference):
         return [Tensor._make(a, d) for a, d in zip(arrays, dtypes)]
     out = []
     for a, d in zip(arrays, dtypes):
-        t = _new(Tensor)
+        t = _new(Tensor._instance_class)  # (the public class, as Tensor._make makes)
         t._value = a
         t._dtype = d
         t._inference = inference

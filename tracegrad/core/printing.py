@@ -170,8 +170,8 @@ def tensor_format(t, spec):
     """``format(t, spec)``, PyTorch's Tensor.__format__: a 0-d plain Tensor formats as its
     Python number (``f"{loss:.4f}"``, and ``f"{loss}"`` prints the number, not ``tensor(...)``);
     any other tensor formats as an object (its str for an empty spec, else a TypeError)."""
-    from .tensor import Tensor
+    from .tensor import TensorBase
 
-    if type(t) is Tensor and t.ndim == 0:
+    if type(t) is TensorBase._instance_class and t.ndim == 0:  # (the public class, not a subclass)
         return t.item().__format__(spec)
     return object.__format__(t, spec)

@@ -56,8 +56,14 @@ def _is_symbolic(v):
     return not isinstance(v, (np.ndarray, _DeviceArray))
 
 
-class Tensor:
-    """An n-dimensional array with autograd; see ``tg.tensor`` for construction."""
+class TensorBase:
+    """The data and autograd machinery of a tensor: storage (an ndarray, or an IR value while
+    tracing), dtype, version counter, grad, grad_fn, hooks, views. Its methods of the PyTorch
+    surface (``add``, ``sum``, ``reshape``, operators, in-place forms...) are declared by the
+    public class, ``tracegrad.Tensor`` (tracegrad/_api/tensor.py), which every tensor is an
+    instance of; the layers below it (ops, autograd, creation) name this class, for
+    ``isinstance`` and ``_make``, as ``Tensor``.
+    """
 
     __array_priority__ = 1000  # make ``ndarray * Tensor`` defer to Tensor.__rmul__
     _custom_function_view = False  # set on views returned by a custom Function (autograd.function)
@@ -77,10 +83,28 @@ class Tensor:
     _post_acc_hooks = None
     _acc_node = None
 
+    # The class that ``_make`` (every op's result) and ``TensorBase(...)`` instantiate: the
+    # public class that declares the methods, recorded when it is declared (``class
+    # Tensor(..., TensorBase, public=True)``); each subclass of it (nn.Parameter, a user's own)
+    # instantiates itself. Recorded rather than imported because it stands above this module:
+    # the ops, autograd and creation make tensors through this class, and what they make must
+    # have the methods.
+    _instance_class = None
+
+    def __init_subclass__(cls, public=False, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if public:
+            if TensorBase._instance_class is not None:
+                raise TypeError(f"{cls.__qualname__}: the public tensor class is already "
+                                f"{TensorBase._instance_class.__module__}.{TensorBase._instance_class.__qualname__}")
+            TensorBase._instance_class = cls
+        else:
+            cls._instance_class = cls
+
     def __new__(cls, *args, **kwargs):
-        # ``Tensor(...)``, the legacy constructor (``torch.Tensor([1, 2])``) for the class itself;
-        # subclasses (Parameter) construct in their own __new__.
-        if cls is not Tensor:
+        # ``Tensor(...)``, the legacy constructor (``torch.Tensor([1, 2])``) for the public class
+        # (or this one); subclasses (Parameter) construct in their own __new__.
+        if cls is not TensorBase and cls is not TensorBase._instance_class:
             return object.__new__(cls)
         from .creation import legacy_tensor
 
@@ -97,8 +121,9 @@ class Tensor:
     # ----------------------------------------------------------------- construction
     @classmethod
     def _make(cls, value, dtype=None, requires_grad=False):
-        """Wrap an ndarray (eager) or an IR value (traced) without copying."""
-        t = object.__new__(cls)
+        """Wrap an ndarray (eager) or an IR value (traced) without copying: an instance of
+        the public class (of ``cls`` itself for its subclasses)."""
+        t = object.__new__(cls._instance_class)
         t._value = value
         t._dtype = dtype if dtype is not None else _dt.from_numpy_dtype(value.dtype)
         if requires_grad:
@@ -493,6 +518,9 @@ class Tensor:
 
     def __reduce_ex__(self, proto):
         return (_rebuild, (self.detach().numpy().copy(), self._dtype.name, self._requires_grad))
+
+
+Tensor = TensorBase  # (what the layers below the public class name: isinstance, _make)
 
 
 def _rebuild(array, dtype_name, requires_grad):

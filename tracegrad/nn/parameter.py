@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes
-from ..core.tensor import Tensor, VersionCounter
+from .._api.tensor import Tensor  # (the public class: a Parameter has Tensor's methods)
+from ..core.tensor import VersionCounter
 from ..core.device import check_device as _check_device
 
 
