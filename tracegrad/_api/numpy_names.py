@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+from typing import Any, Callable, TypeVar, cast
 
 _ALIASES = {"axis": "dim", "keepdims": "keepdim"}
+_F = TypeVar("_F", bound=Callable[..., Any])  # (a decorated function keeps its signature for type checkers)
 
 
 def _renamed(name, kwargs):
@@ -22,7 +24,7 @@ def _renamed(name, kwargs):
     return kwargs
 
 
-def numpy_names(fn):
+def numpy_names(fn: _F) -> _F:
     """``fn`` taking ``axis=``/``keepdims=`` for its ``dim=``/``keepdim=``."""
     @functools.wraps(fn)
     def call(*args, **kwargs):
@@ -30,8 +32,8 @@ def numpy_names(fn):
             kwargs = _renamed(fn.__name__, kwargs)
         return fn(*args, **kwargs)
 
-    call._numpy_names = True
-    return call
+    call._numpy_names = True  # type: ignore[attr-defined]
+    return cast(_F, call)
 
 
 def accept_numpy_names(namespace):
