@@ -199,3 +199,19 @@ def test_a_graph_without_cuda_rules_falls_back_through_host_copies(emulate):
     assert w.grad.device.type == "cuda"
     np.testing.assert_allclose(w.grad.cpu().numpy(), w_cpu.grad.numpy(), rtol=1e-5, atol=1e-6)
     assert tg.tril(tg.ones(3, 3, device="cuda")).cpu().tolist() == tg.tril(tg.ones(3, 3)).tolist()
+
+
+def test_nn_layers_take_device_cuda_and_the_default_device(emulate):
+    layers = [nn.Linear(3, 2, device="cuda"), nn.Linear(3, 2, True, "cuda"), nn.Conv2d(3, 4, 3, device="cuda"),
+              nn.BatchNorm1d(4, device="cuda"), nn.Embedding(5, 3, device="cuda")]
+    for layer in layers:
+        assert all(t.device.type == "cuda" for t in (*layer.parameters(), *layer.buffers())), layer
+    tg.set_default_device("cuda")
+    try:
+        model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.LayerNorm(4))
+        assert model(tg.ones(2, 3)).device.type == "cuda"
+    finally:
+        tg.set_default_device(None)
+    assert nn.Linear(3, 2).weight.device.type == "cpu"
+    with pytest.raises(NotImplementedError, match="make it on the CPU and move it"):
+        tg.tril_indices(3, 3, device="cuda")  # (an API still making CPU tensors only: refused, never silent)

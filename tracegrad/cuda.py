@@ -104,16 +104,16 @@ def empty_cache() -> None:
 
 
 def memory_allocated(device=None) -> int:
-    """Bytes of device memory held by cuda tensors now."""
+    """Bytes of device memory held by cuda tensors now (0 where cuda is not available)."""
     from .core.storage import allocated
 
-    return allocated()[0]
+    return allocated()[0] if is_available() else 0
 
 
 def max_memory_allocated(device=None) -> int:
     from .core.storage import allocated
 
-    return allocated()[1]
+    return allocated()[1] if is_available() else 0
 
 
 memory_reserved = memory_allocated

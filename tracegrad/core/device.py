@@ -128,10 +128,15 @@ def like_device(t, d: Union[str, device, int, None]) -> device:
 
 def check_device(d: Union[str, device, int, None]) -> device:
     """``d`` as a device (None: the default device) for an API that makes its tensors on the
-    CPU only (nn layers' ``device=``): the CPU; a device this build has not raises PyTorch's
-    error, and cuda (available) raises NotImplementedError naming the way that works."""
+    CPU only: the CPU; a device this build has not raises PyTorch's error, and cuda (available)
+    raises NotImplementedError naming the way that works. In an nn layer's constructor, cuda
+    is accepted: the layer is moved there once built (placement.layer_init)."""
     dev = factory_device(d)
     if dev.type != "cpu":
+        from .placement import building_layer
+
+        if building_layer():
+            return dev
         raise NotImplementedError(f"device={str(dev)!r} is not supported here yet: make it on the CPU "
                                   "and move it with .to('cuda') (docs/cuda.md)")
     return CPU

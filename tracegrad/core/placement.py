@@ -174,3 +174,43 @@ def place(array, dev):
     """A new tensor's host ``array`` placed on ``dev`` (factories' ``device=``): the array
     itself for the CPU, a device copy for cuda."""
     return array if dev is CPU else DeviceArray.from_host(array)
+
+
+# ----------------------------------------------------------------------------- nn layers' device=
+_layer_depth = [0]  # constructors of layers taking device= running now (check_device reads it)
+
+
+def building_layer() -> bool:
+    """Whether a layer's constructor is running (its ``device=`` is honoured by ``layer_init``)."""
+    return _layer_depth[0] > 0
+
+
+def layer_init(cls) -> None:
+    """Make ``cls.__init__`` (an nn layer's, with a ``device`` parameter) honour ``device=``: the
+    layer is built on the host as before, then moved there with ``Module.to``, so every layer
+    gets the rule from this one place. Called by ``Module.__init_subclass__``."""
+    import functools
+    import inspect
+
+    init = cls.__dict__.get("__init__")
+    if init is None:
+        return
+    try:
+        sig = inspect.signature(init)
+    except (TypeError, ValueError):
+        return
+    if "device" not in sig.parameters:
+        return
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        _layer_depth[0] += 1
+        try:
+            init(self, *args, **kwargs)
+        finally:
+            _layer_depth[0] -= 1
+        dev = kwargs.get("device") if "device" in kwargs else sig.bind_partial(self, *args).arguments.get("device")
+        if dev is not None and resolve(dev) is not CPU:
+            self.to(dev)
+
+    cls.__init__ = __init__

@@ -81,6 +81,12 @@ class Module:
 
     training: bool
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        from ...core.placement import layer_init
+
+        layer_init(cls)  # (a constructor taking device= honours it: built, then moved there)
+
     def __init__(self):
         sets = object.__setattr__
         sets(self, "training", True)
