@@ -215,3 +215,20 @@ def test_nn_layers_take_device_cuda_and_the_default_device(emulate):
     assert nn.Linear(3, 2).weight.device.type == "cpu"
     with pytest.raises(NotImplementedError, match="make it on the CPU and move it"):
         tg.tril_indices(3, 3, device="cuda")  # (an API still making CPU tensors only: refused, never silent)
+
+
+def test_saving_pickling_and_loading_cuda_tensors(emulate, tmp_path):
+    import pickle
+
+    model = nn.Linear(3, 2).cuda()
+    tg.save(model.state_dict(), tmp_path / "m.tg")
+    back = tg.load(tmp_path / "m.tg")
+    assert back["weight"].device.type == "cuda"  # (as PyTorch: back where it was saved from)
+    assert tg.load(tmp_path / "m.tg", map_location="cpu")["weight"].device.type == "cpu"
+    cpu_model = nn.Linear(3, 2)
+    cpu_model.load_state_dict(tg.load(tmp_path / "m.tg", map_location="cpu"))
+    model.load_state_dict(cpu_model.state_dict())  # (copied into the device parameters)
+    np.testing.assert_array_equal(model.weight.detach().cpu().numpy(), cpu_model.weight.detach().numpy())
+    x = pickle.loads(pickle.dumps(tg.arange(4.0, device="cuda")))
+    assert x.device.type == "cuda" and x.cpu().tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert copy.deepcopy(x).device.type == "cuda"

@@ -44,6 +44,8 @@ class _Encoder:
 
     def encode(self, obj, where="obj"):
         if isinstance(obj, Tensor):
+            if obj.device.type != "cpu":  # (its values copied to the host; loaded back there)
+                return {"tensor": self._store(obj.detach().cpu().numpy()), "device": str(obj.device)}
             return {"tensor": self._store(obj.detach().numpy())}
         if isinstance(obj, np.ndarray):
             if obj.dtype == object:
@@ -77,20 +79,22 @@ class _Encoder:
         return name
 
 
-def _decode(node, archive):
+def _decode(node, archive, map_location=None):
     from .core.creation import from_numpy
 
     if isinstance(node, list):
-        return [_decode(v, archive) for v in node]
+        return [_decode(v, archive, map_location) for v in node]
     if not isinstance(node, dict):
         return node
     if "tensor" in node:
-        return from_numpy(np.array(archive[node["tensor"]]))
+        t = from_numpy(np.array(archive[node["tensor"]]))
+        # a cuda tensor goes back to the device, as PyTorch's load does, unless map_location="cpu"
+        return t.to(node["device"]) if "device" in node and map_location is None else t
     if "ndarray" in node:
         return np.array(archive[node["ndarray"]])
     if "tuple" in node:
-        return tuple(_decode(v, archive) for v in node["tuple"])
-    pairs = [(k, _decode(v, archive)) for k, v in node["dict"]]
+        return tuple(_decode(v, archive, map_location) for v in node["tuple"])
+    pairs = [(k, _decode(v, archive, map_location)) for k, v in node["dict"]]
     return OrderedDict(pairs) if node.get("ordered") else dict(pairs)
 
 
@@ -124,11 +128,12 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
     """Load what ``save`` wrote (tensors come back as tracegrad tensors). ``f`` is a path or a
-    readable binary file. ``map_location`` may only be None or "cpu". The file holds no pickled
+    readable binary file. ``map_location`` may only be None (cuda tensors load back on cuda)
+    or "cpu". The file holds no pickled
     code, so every load is what PyTorch calls ``weights_only``; ``mmap`` is accepted, and the
     arrays are read into memory."""
     if map_location not in (None, "cpu"):
-        raise ValueError(f"tracegrad tensors live on the cpu; map_location={map_location!r} is not supported")
+        raise ValueError(f"map_location={map_location!r} is not supported: None or 'cpu'")
     source = f if hasattr(f, "read") else os.fspath(f)
     if hasattr(source, "read"):
         source = io.BytesIO(source.read())
@@ -138,7 +143,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         tree = json.loads(str(archive[_TREE_KEY]))
         if tree.get("format") != _FORMAT or tree.get("version", 0) > _VERSION:
             raise ValueError(f"{f!r}: unsupported format {tree.get('format')!r} version {tree.get('version')!r}")
-        return _decode(tree["root"], archive)
+        return _decode(tree["root"], archive, map_location)
 
 
 def save_checkpoint(path, model=None, optimizer=None, **extra):

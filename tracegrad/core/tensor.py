@@ -517,6 +517,8 @@ class TensorBase:
         return t
 
     def __reduce_ex__(self, proto):
+        if self._value.__class__ is _DeviceArray:  # (pickled from a host copy, unpickled on the device)
+            return (_rebuild_on_device, (self._value.to_host(), self._dtype.name, self._requires_grad))
         return (_rebuild, (self.detach().numpy().copy(), self._dtype.name, self._requires_grad))
 
 
@@ -525,6 +527,10 @@ Tensor = TensorBase  # (what the layers below the public class name: isinstance,
 
 def _rebuild(array, dtype_name, requires_grad):
     return Tensor._make(array, _dt.to_dtype(dtype_name), requires_grad)
+
+
+def _rebuild_on_device(array, dtype_name, requires_grad):
+    return Tensor._make(_DeviceArray.from_host(array), _dt.to_dtype(dtype_name), requires_grad)
 
 
 def _graph_break(reason):
