@@ -323,6 +323,8 @@ def advanced_setitem(x, index, value):
     bshape = _broadcast_indices(adv)
     adv = _check_adv_bounds(y, adv)
     value = F.to_tensor(value, x.dtype) if not isinstance(value, Tensor) else F.cast(value, x.dtype)
+    if value.ndim == 0 and value.device != x.device:  # (a number: broadcast on x's device, not the CPU)
+        value = value.to(x.device)
     first, adjacent = adv[0][0], _adjacent(adv)
     if len(adv) == 1:
         d, t = adv[0]

@@ -324,6 +324,8 @@ ARGSORT = defop("argsort", infer=lambda x, dim, descending, stable: (tuple(x.sha
 
 def _infer_nonzero(x):
     value = x._value if hasattr(x, "_value") else None
+    if hasattr(value, "to_host"):  # a cuda tensor: its count is read on the host (as PyTorch syncs)
+        value = value.to_host()
     if not isinstance(value, np.ndarray):
         raise RuntimeError("nonzero: the output shape depends on the data; it cannot be traced")
     return (int(np.count_nonzero(value)), value.ndim), _dt.int64
