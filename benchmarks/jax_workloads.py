@@ -179,7 +179,75 @@ def make_lenet5(batch=64):
     return _runner(make(loss), init(params), jnp.asarray(x.reshape(batch, 1, 28, 28)), jnp.asarray(y))
 
 
-WORKLOADS = {"tiny": make_tiny, "medium": make_medium, "chain": make_chain, "lenet5": make_lenet5}
+def make_gpt():
+    """workloads.gpt in JAX, sized by workloads.GPT_SIZES: embeddings, pre-norm blocks (causal
+    attention, exact-GELU MLP), final LayerNorm, tied head, cross entropy; AdamW (lr 1e-3,
+    weight decay 0.01 on every parameter, as torch.optim.AdamW over model.parameters())."""
+    import jax
+    import jax.numpy as jnp
+
+    import workloads
+
+    sz = workloads.GPT_SIZES
+    vocab, c, nh, t = sz["vocab"], sz["n_embd"], sz["n_head"], sz["block_size"]
+    keys = iter(jax.random.split(jax.random.PRNGKey(0), 64))
+
+    def dense(a, b):
+        bound = 1.0 / np.sqrt(a)
+        return (jax.random.uniform(next(keys), (a, b), minval=-bound, maxval=bound),
+                jax.random.uniform(next(keys), (b,), minval=-bound, maxval=bound))
+
+    def norm():
+        return jnp.ones(c), jnp.zeros(c)
+
+    params = {"wte": 0.02 * jax.random.normal(next(keys), (vocab, c)),
+              "wpe": 0.02 * jax.random.normal(next(keys), (t, c)), "ln_f": norm(),
+              "blocks": [{"ln1": norm(), "qkv": dense(c, 3 * c), "proj": dense(c, c), "ln2": norm(),
+                          "fc": dense(c, 4 * c), "out": dense(4 * c, c)} for _ in range(sz["n_layer"])]}
+    causal = jnp.tril(jnp.ones((t, t), dtype=bool))
+
+    def layer_norm(x, wb):
+        mu = x.mean(-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        return (x - mu) / jnp.sqrt(var + 1e-5) * wb[0] + wb[1]
+
+    def block(x, p):
+        b = x.shape[0]
+        h = layer_norm(x, p["ln1"]) @ p["qkv"][0] + p["qkv"][1]
+        q, k, v = (z.reshape(b, t, nh, c // nh).transpose(0, 2, 1, 3) for z in jnp.split(h, 3, axis=2))
+        att = jnp.where(causal, (q @ k.transpose(0, 1, 3, 2)) * (1.0 / (c // nh) ** 0.5), -jnp.inf)
+        y = (jax.nn.softmax(att, axis=-1) @ v).transpose(0, 2, 1, 3).reshape(b, t, c)
+        x = x + y @ p["proj"][0] + p["proj"][1]
+        h = jax.nn.gelu(layer_norm(x, p["ln2"]) @ p["fc"][0] + p["fc"][1], approximate=False)
+        return x + h @ p["out"][0] + p["out"][1]
+
+    def loss(params, idx, targets):
+        x = params["wte"][idx] + params["wpe"][None]
+        for p in params["blocks"]:
+            x = block(x, p)
+        logp = jax.nn.log_softmax(layer_norm(x, params["ln_f"]) @ params["wte"].T)
+        return -jnp.mean(jnp.take_along_axis(logp, targets[..., None], axis=-1))
+
+    lr, b1, b2, eps, wd = 1e-3, 0.9, 0.999, 1e-8, 0.01
+    tm = jax.tree_util.tree_map
+
+    def adamw_step(state, idx, targets):
+        params, m, v, step = state
+        value, grads = jax.value_and_grad(loss)(params, idx, targets)
+        step = step + 1
+        m = tm(lambda m, g: b1 * m + (1 - b1) * g, m, grads)
+        v = tm(lambda v, g: b2 * v + (1 - b2) * g * g, v, grads)
+        c1, c2 = 1 - b1 ** step, 1 - b2 ** step
+        params = tm(lambda p, m, v: p * (1 - lr * wd) - lr * (m / c1) / (jnp.sqrt(v / c2) + eps), params, m, v)
+        return (params, m, v, step), value
+
+    idx, targets = workloads.gpt_data(sz["batch"], t, vocab)
+    state = (params, tm(jnp.zeros_like, params), tm(jnp.zeros_like, params), jnp.float32(0))
+    return _runner(jax.jit(adamw_step, donate_argnums=0), state, jnp.asarray(idx), jnp.asarray(targets))
+
+
+WORKLOADS = {"tiny": make_tiny, "medium": make_medium, "chain": make_chain, "lenet5": make_lenet5,
+             "gpt": make_gpt}
 
 
 def make(name):
