@@ -8,7 +8,9 @@
   built in the private directory, after one warning.
 - What: one entry per key, ``<key>.so`` (the shared object), ``<key>.json`` (metadata: the
   SHA-256 of the .so and the sizes of the buffers the caller allocates) and ``<key>.c`` (a
-  readable copy of the source). The key is the SHA-256 of every input of the build (see
+  readable copy of the source). The C backend's runtime object (backends/c/runtime_object.py)
+  is an entry of its own kind, ``<key>.o`` in place of the .so, checked the same way and not
+  counted among the programs (``entries``). The key is the SHA-256 of every input of the build (see
   ``make_key``); the metadata carries a checksum of itself (``read_json``), so editing either
   file makes the entry invalid: it is rebuilt, never loaded.
 - How: readers open entry files without following links and check their owner and mode;
@@ -212,11 +214,12 @@ def _publish(src, dst):
     os.replace(src, dst)
 
 
-def lookup(key, directory=None):
-    """(path of the .so, metadata) for a valid entry, else None (missing, damaged, edited, or
-    not trusted: a link, another user's, group/world-writable, in an untrusted directory)."""
+def lookup(key, directory=None, suffix=".so"):
+    """(path of the .so, or of the ``suffix`` file, metadata) for a valid entry, else None
+    (missing, damaged, edited, or not trusted: a link, another user's, group/world-writable, in
+    an untrusted directory)."""
     d = Path(directory) if directory is not None else cache_dir()
-    meta_path, so_path = d / f"{key}.json", d / f"{key}.so"
+    meta_path, so_path = d / f"{key}.json", d / f"{key}{suffix}"
     try:
         if untrusted_reason(d) is not None:
             return None
@@ -244,20 +247,21 @@ class _DirectoryUnusable(Exception):
         self.error = error
 
 
-def get_or_build(key, build, on_miss=None):
+def get_or_build(key, build, on_miss=None, suffix=".so"):
     """The entry for ``key``, building it once (across threads and processes) with
     ``build(tmpdir)`` -> (path of a built .so inside tmpdir, metadata dict). ``on_miss()`` runs
-    first on a miss, outside the lock. Returns (so path, metadata, hit).
+    first on a miss, outside the lock. Returns (so path, metadata, hit). ``suffix``: the built
+    file's, for an entry that is not a program (".o": the runtime object).
 
     A cache directory that cannot be written (read-only, full) is warned about once; the entry
     is then built in this process's private directory."""
     d = cache_dir()
-    found = lookup(key, d)
+    found = lookup(key, d, suffix)
     if found is not None:  # published entries are complete (atomic rename): no lock to read one
         return found[0], found[1], True
     alt = _unwritable.get(str(d))
     if alt is not None:
-        found = lookup(key, alt)
+        found = lookup(key, alt, suffix)
         if found is not None:
             return found[0], found[1], True
     if on_miss is not None:
@@ -265,18 +269,18 @@ def get_or_build(key, build, on_miss=None):
     if alt is None:
         _sweep_once(d)
         try:
-            return _build_locked(d, key, build)
+            return _build_locked(d, key, build, suffix)
         except _DirectoryUnusable as e:
             alt = _private_dir()
             _unwritable[str(d)] = alt
             _warn_once(d, f"it cannot be written ({e.error.strerror or e.error})", alt)
     try:
-        return _build_locked(alt, key, build)
+        return _build_locked(alt, key, build, suffix)
     except _DirectoryUnusable as e:
         raise e.error from None  # the private directory too (a full /tmp): nothing else to try
 
 
-def _build_locked(d, key, build):
+def _build_locked(d, key, build, suffix=".so"):
     from filelock import FileLock, Timeout  # (only on a miss: importing it is ~20 ms of a warm start)
 
     lock = FileLock(str(d / f"{key}.lock"), timeout=LOCK_TIMEOUT_S)
@@ -287,7 +291,7 @@ def _build_locked(d, key, build):
     except OSError as e:
         raise _DirectoryUnusable(e) from None
     try:
-        found = lookup(key, d)  # another thread or process may have built it while we waited
+        found = lookup(key, d, suffix)  # another thread or process may have built it while we waited
         if found is not None:
             return found[0], found[1], True
         try:
@@ -298,20 +302,20 @@ def _build_locked(d, key, build):
             built, meta = build(tmp)  # (its own errors are the caller's: compiler failures)
             meta = dict(meta, key=key, sha256=_sha256_file(built, trusted=False), created=time.time())
             try:
-                _publish_entry(d, key, tmp, built, meta)
+                _publish_entry(d, key, tmp, built, meta, suffix)
             except OSError as e:
                 raise _DirectoryUnusable(e) from None
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     finally:
         lock.release()
-    return d / f"{key}.so", meta, False
+    return d / f"{key}{suffix}", meta, False
 
 
-def _publish_entry(d, key, tmp, built, meta):
-    tmp_so = tmp / "publish.so"
+def _publish_entry(d, key, tmp, built, meta, suffix):
+    tmp_so = tmp / f"publish{suffix}"
     os.replace(built, tmp_so)
-    _publish(tmp_so, d / f"{key}.so")
+    _publish(tmp_so, d / f"{key}{suffix}")
     if "source" in meta:  # the generated C, once: next to the binary (lookup reads it back)
         tmp_c = tmp / "publish.c"
         _write_text(tmp_c, meta["source"])
@@ -413,6 +417,10 @@ def clear():
         for suffix in (".so", ".c", ".json"):
             meta.with_suffix(suffix).unlink(missing_ok=True)
         n += 1
+    for meta in d.glob("*.json"):  # runtime objects (backends/c/runtime_object.py): not counted
+        if _is_entry(meta) and meta.with_suffix(".o").is_file():
+            for suffix in (".o", ".c", ".json"):
+                meta.with_suffix(suffix).unlink(missing_ok=True)
     for memo in d.glob("toolchain-*.json"):
         if _MEMO_RE.fullmatch(memo.name):
             try:

@@ -24,6 +24,7 @@ see ``generate_cffi_module``), so that a new process does not import pycparser t
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import importlib.resources
 import os
@@ -42,9 +43,10 @@ from .lower import BLAS_SERIAL_WORK, matmul_work
 from .rules import RULES, Unsupported  # (api.py catches Unsupported)
 from .toolchain import MVEC_BINARY, CompileFailed, NoCompiler
 
-CODEGEN_VERSION = 7  # 2: tg_set_blas takes OpenBLAS's thread-count setter/getter; 3: and ?omatcopy;
+CODEGEN_VERSION = 8  # 2: tg_set_blas takes OpenBLAS's thread-count setter/getter; 3: and ?omatcopy;
 # 4: the runtime split by theme (runtime.py); 5: factorizations through LAPACK (theme lapack);
-# 6: identical kernels as one function (shared.py); 7: tg_set_blas_batch (cblas_?gemm_batch)
+# 6: identical kernels as one function (shared.py); 7: tg_set_blas_batch (cblas_?gemm_batch);
+# 8: the gemm theme linked from the runtime object (runtime_object.py)
 _ffi = None
 _warned_no_compiler = False
 
@@ -61,7 +63,8 @@ def _templates_dir():
 
 
 _SOURCES = ("__init__.py", "lower.py", "kernels.py", "factor_kernels.py", "views.py", "memory.py",
-            "batch_split.py", "half.py", "text.py", "runtime.py", "shared.py", "rules.py", "../rules.py")
+            "batch_split.py", "half.py", "text.py", "runtime.py", "runtime_object.py", "shared.py", "rules.py",
+            "../rules.py")
 
 
 def _codegen_fingerprint():
@@ -149,19 +152,21 @@ def _ffi_instance():
     return _ffi
 
 
-def render(plan, name="graph", export=None, dynamic=False, profile=False):
+def render(plan, name="graph", export=None, dynamic=False, profile=False, linked=False):
     """The C source of a lowered plan (jinja2 templates in compiler/backends/c/templates/). ``export``
     (a C identifier, used by tg.export) renders ``static int <export>_run(args, ws)`` without
     the loader-only ``tg_set_blas`` and its mutable globals (BLAS then comes from -DTG_BLAS).
     ``dynamic`` renders ``tg_run_dyn(args, ws, tg_B)`` for backends/c/symbolic.py, which
     rewrites the batch-dependent literals into expressions of ``tg_B``. ``profile`` renders
     the timed variant of compiler/profile/ (a clock read at the start of each kernel, on the
-    kernel's own comment line, so that every line keeps its number)."""
+    kernel's own comment line, so that every line keeps its number). ``linked``: the program
+    declares the functions of runtime_object.THEMES, to be linked with that object."""
     if export and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", export):  # (tg.export checked it fully)
         raise ValueError(f"render: export must be a C identifier, got {export!r}")
     return render_template("program.c.j2", [plan], buffers=plan.buffers, kernels=plan.kernels, name=name,
                            export=export or "", dynamic=dynamic, profile=profile,
-                           vector_math=not export and plan.fast_math)
+                           vector_math=not export and plan.fast_math,
+                           runtime_part="linked" if linked else "")
 
 
 def render_template(template, plans, **context):
@@ -180,7 +185,7 @@ def render_template(template, plans, **context):
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
     context = dict(dict(codegen_version=CODEGEN_VERSION, export="", dynamic=False, profile=False,
-                        mvec_binary=MVEC_BINARY,
+                        mvec_binary=MVEC_BINARY, runtime_part="",
                         blas_serial_work=BLAS_SERIAL_WORK, **runtime.context(plans)), **context)
     if "name" in context:
         context["name"] = comment_text(context["name"])
@@ -188,6 +193,16 @@ def render_template(template, plans, **context):
     # batch-dependent literals symbolic.py rewrites in tg_run_dyn's own scope
     share = SharedKernels(prefix=context["export"] or "tg", enabled=not context["dynamic"])
     return share.finish(env.get_template(template).render(share=share, **context))
+
+
+@functools.lru_cache(maxsize=None)
+def runtime_object_source():
+    """The C source of the runtime object (runtime_object.py): the themes of its THEMES, their
+    functions and BLAS pointers hidden, the loader's setters exported."""
+    from . import runtime_object
+
+    return render_template(runtime_object.TEMPLATE, [], runtime_part="object", vector_math=False,
+                           runtime_themes=[f"runtime/{t}.h.j2" for t in runtime_object.THEMES])
 
 
 def cache_key(graph, options, flag_list, cc_version):
@@ -261,7 +276,7 @@ def resolve_split(graph, options):
 def build(graph, options=None):
     """Build ``graph`` into a C executable (raises Unsupported for ops without a lowering;
     without a working compiler: warns once and returns the interpreter's executable)."""
-    from . import toolchain
+    from . import runtime_object, toolchain
     from .lower import lower
     from .batch_split import lower_split
 
@@ -281,12 +296,18 @@ def build(graph, options=None):
             state["plan"], state["source"] = lower_split(split, graph, options)
         elif "plan" not in state:
             state["plan"] = lower(graph, options)
-            state["source"] = render(state["plan"], graph.name, profile=bool(options.get("profile")))
+            state["linked"] = runtime_object.links([state["plan"]], options)
+            state["source"] = render(state["plan"], graph.name, profile=bool(options.get("profile")),
+                                     linked=state["linked"])
         return state["plan"], state["source"]
 
     def do_build(tmpdir):
         plan, source = lowered()
-        so = toolchain.compile_shared(source, str(tmpdir), flag_list)
+        if state.get("linked"):
+            so = runtime_object.compile_linked(source, str(tmpdir), flag_list, cc_version,
+                                               runtime_object_source())
+        else:
+            so = toolchain.compile_shared(source, str(tmpdir), flag_list)
         meta = {"workspace": plan.workspace, "source": source,
                 # (dtypes by name: bfloat16's .str is a void's)
                 "outputs": [[list(s), np.dtype(d).name] for s, d in plan.out_specs],

@@ -191,26 +191,49 @@ def _libraries(flag_list):
     return ["-lm", "-lmvec"] if MVEC_FLAG in flag_list else ["-lm"]
 
 
-def compile_shared(source, workdir, flag_list):
-    """Compile C ``source`` to ``workdir/program.so``; returns its path."""
+def compile_shared(source, workdir, flag_list, objects=()):
+    """Compile C ``source`` to ``workdir/program.so``, linked with the object files ``objects``
+    (runtime_object.py); returns its path."""
+    src = _write(source, workdir, "program.c")
+    return _run(list(flag_list), [src, *objects], os.path.join(workdir, "program.so"), flag_list)
+
+
+def compile_object(source, workdir, flag_list, name="runtime"):
+    """Compile C ``source`` to the object file ``workdir/<name>.o`` (position-independent, as
+    the shared objects it is linked into); returns its path."""
+    src = _write(source, workdir, f"{name}.c")
+    return _run([f for f in flag_list if f != "-shared"] + ["-c"], [src], os.path.join(workdir, f"{name}.o"))
+
+
+def link_shared(objects, workdir, flag_list):
+    """Link the object files ``objects`` into ``workdir/program.so``; returns its path."""
+    return _run(list(flag_list), list(objects), os.path.join(workdir, "program.so"), flag_list)
+
+
+def _write(source, workdir, name):
+    path = os.path.join(workdir, name)
+    with open(path, "w") as f:
+        f.write(source)
+    return path
+
+
+def _run(flags, inputs, out, link_flags=None):
+    """Run the compiler on ``inputs`` writing ``out``; a shared object (``link_flags``: the
+    flags it was built with) links the libraries those flags need, after its inputs."""
     import subprocess
 
-    src = os.path.join(workdir, "program.c")
-    out = os.path.join(workdir, "program.so")
-    with open(src, "w") as f:
-        f.write(source)
     cc = compiler()
+    after = _libraries(link_flags) if link_flags is not None else []
     try:
-        r = subprocess.run([cc, *flag_list, src, "-o", out, *_libraries(flag_list)],
-                           capture_output=True, text=True, timeout=600)
+        r = subprocess.run([cc, *flags, *inputs, "-o", out, *after], capture_output=True, text=True,
+                           timeout=600)
     except OSError as e:
         raise NoCompiler(f"C compiler {cc!r} cannot run: {e}") from None
     if r.returncode != 0:
         raise CompileFailed(f"{cc} failed on generated code (a tracegrad bug; please report it):\n"
                             f"{r.stderr[-4000:]}")
     if not os.path.isfile(out):
-        raise NoCompiler(f"C compiler {cc!r} exited with status 0 but wrote no shared object "
-                         f"(expected {out})")
+        raise NoCompiler(f"C compiler {cc!r} exited with status 0 but wrote nothing (expected {out})")
     return out
 
 
