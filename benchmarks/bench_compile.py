@@ -8,8 +8,10 @@ persistent cache, filled by the cold run).
 
 Prints, per depth: IR nodes of the step's graph; tracegrad's cold first call (wall clock, and
 CPU time: this process's threads and the compiler's processes, what other load on a shared
-machine changes least), the C compiler's part of it (wall clock around
-``toolchain.compile_shared``, and its CPU time), the warm first call (wall, CPU) and the part
+machine changes least), the C compiler's part of it (wall clock around its runs, and its CPU
+time); the first call of a new program (a cache that holds the runtime object already, as
+every cache does after its first program: "new", with its compiler CPU time); the warm first
+call (wall, CPU) and the part
 of it spent tracing the function (``trace_function``: the floor of a warm call, which must run
 the Python function once to know its graph and guards); jax.jit's cold and warm first calls.
 Each figure is the best of ``--repeats`` cold runs and of ``--warm-repeats`` warm runs after
@@ -32,23 +34,31 @@ import numpy as np
 import tracegrad as tg
 import tracegrad.nn.functional as F
 from tracegrad.compiler import api
-from tracegrad.compiler.backends.c import toolchain
+from tracegrad.compiler.backends.c import runtime_object, toolchain
 
 spent = {"cc": 0.0, "cc_cpu": 0.0, "trace": 0.0}
+inside = []
 
 def timed(label, fn, cpu=False):
     def wrapper(*a, **k):
+        if inside:  # (compile_linked calls compile_shared: counted once)
+            return fn(*a, **k)
+        inside.append(label)
         start, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             return fn(*a, **k)
         finally:
+            inside.pop()
             spent[label] += time.perf_counter() - start
             if cpu:
                 r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 spent["cc_cpu"] += r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
     return wrapper
 
+# the compiler's runs: a program alone, or linked with the runtime object (built alongside
+# when the cache has none yet)
 toolchain.compile_shared = timed("cc", toolchain.compile_shared, cpu=True)
+runtime_object.compile_linked = timed("cc", runtime_object.compile_linked, cpu=True)
 api.trace_function = timed("trace", api.trace_function)
 depth, width, batch = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 tg.manual_seed(0)
@@ -122,16 +132,22 @@ def _child(code, args, env=None):
 
 
 def tracegrad_runs(depth, width, batch, repeats, warm_repeats):
-    """(cold, warm) result dicts: the best of ``repeats`` cold runs, and of ``warm_repeats``
-    warm runs after each."""
-    colds, warms = [], []
+    """(cold, new, warm) result dicts: the best of ``repeats`` cold runs (an empty cache), of
+    as many runs of a new program (a cache holding another program and the runtime object
+    that backends/c/runtime_object.py builds once per toolchain: a 1-layer step's), and of
+    ``warm_repeats`` warm runs after each cold one."""
+    colds, news, warms = [], [], []
     for _ in range(repeats):
         with tempfile.TemporaryDirectory(prefix="tg-bench-compile-") as d:
             env = dict(os.environ, TRACEGRAD_CACHE_DIR=d)
             colds.append(_child(TG_CHILD, (depth, width, batch), env))
             warms += [_child(TG_CHILD, (depth, width, batch), env) for _ in range(warm_repeats)]
+        with tempfile.TemporaryDirectory(prefix="tg-bench-compile-") as d:
+            env = dict(os.environ, TRACEGRAD_CACHE_DIR=d)
+            _child(TG_CHILD, (1, width // 2, batch), env)
+            news.append(_child(TG_CHILD, (depth, width, batch), env))
     best = lambda runs: min(runs, key=lambda r: r["first"])
-    return best(colds), best(warms)
+    return best(colds), best(news), best(warms)
 
 
 def jax_runs(depth, width, batch, repeats, warm_repeats):
@@ -166,16 +182,16 @@ def main():
     with_jax = not args.no_jax and _have_jax()
     rows = []
     head = (f"{'depth':>5} {'IR nodes':>8} {'cold s':>7} {'cpu':>6} {'cc s':>6} {'cc cpu':>6} "
-            f"{'warm s':>7} {'cpu':>6} {'trace s':>7}")
+            f"{'new s':>6} {'cc cpu':>6} {'warm s':>7} {'cpu':>6} {'trace s':>7}")
     print(head + (f" {'jax cold':>8} {'jax warm':>8}" if with_jax else ""), flush=True)
     for depth in args.depths:
-        cold, warm = tracegrad_runs(depth, args.width, args.batch, args.repeats, args.warm_repeats)
+        cold, new, warm = tracegrad_runs(depth, args.width, args.batch, args.repeats, args.warm_repeats)
         row = {"depth": depth, "nodes": cold["nodes"], "cold": cold["first"], "cold_cpu": cold["cpu"],
-               "cc": cold["cc"], "cc_cpu": cold["cc_cpu"], "warm": warm["first"], "warm_cpu": warm["cpu"],
-               "warm_trace": warm["trace"]}
+               "cc": cold["cc"], "cc_cpu": cold["cc_cpu"], "new": new["first"], "new_cc_cpu": new["cc_cpu"],
+               "warm": warm["first"], "warm_cpu": warm["cpu"], "warm_trace": warm["trace"]}
         line = (f"{depth:>5} {row['nodes']:>8} {row['cold']:>7.3f} {row['cold_cpu']:>6.3f} "
-                f"{row['cc']:>6.3f} {row['cc_cpu']:>6.3f} {row['warm']:>7.3f} {row['warm_cpu']:>6.3f} "
-                f"{row['warm_trace']:>7.3f}")
+                f"{row['cc']:>6.3f} {row['cc_cpu']:>6.3f} {row['new']:>6.3f} {row['new_cc_cpu']:>6.3f} "
+                f"{row['warm']:>7.3f} {row['warm_cpu']:>6.3f} {row['warm_trace']:>7.3f}")
         if with_jax:
             row["jax_cold"], row["jax_warm"] = jax_runs(depth, args.width, args.batch, args.repeats, args.warm_repeats)
             line += f" {row['jax_cold']:>8.3f} {row['jax_warm']:>8.3f}"
