@@ -159,8 +159,9 @@ def test_batched_call_reads_heads_of_a_projection_in_place():
     np.testing.assert_allclose(got, tx.grad.numpy(), rtol=1e-4, atol=1e-4)
     calls = _gemm_calls(f)
     assert calls and all(c.startswith("tg_gemm_float_batch(2, ") for c in calls), calls
-    # an operand read through the heads' view: item strides T*C and C/H, rows C apart
-    assert f"[] = {{{t * c}, {c // nh}}}" in f.programs[0].executable.source
+    # q and k read in place from the projection: item strides T*3C and C/H, rows 3C apart
+    # (views.View.reshape keeps split-then-view a view)
+    assert f"[] = {{{t * 3 * c}, {c // nh}}}" in f.programs[0].executable.source
 
 
 def test_batched_call_with_a_runtime_batch_size():

@@ -1,7 +1,7 @@
 """Strided views over C buffers: how the C backend reads a value without copying it.
 
-A ``View`` is ``(buf, offset, shape, strides)`` in elements. Movement primitives (reshape of a
-contiguous value, permute, expand, slice, flip) become views, so a consumer reads through index
+A ``View`` is ``(buf, offset, shape, strides)`` in elements. Movement primitives (reshape where
+the strides allow it, permute, expand, slice, flip) become views, so a consumer reads through index
 arithmetic instead of a copy; broadcasting an operand to a loop's shape sets stride 0.
 
 >>> v = View("b0", 0, (2, 3), contiguous_strides((2, 3)))
@@ -39,10 +39,48 @@ class View:
                    if s != 1)
 
     def reshape(self, shape):
-        """A view with the new shape, or None when this view's layout cannot express it."""
-        if self.is_contiguous:
+        """A view with the new shape (its elements in the same row-major order), or None when
+        this view's layout cannot express it. Beyond contiguous views: a run of dims that walk
+        memory as one strided block (each dim's stride its inner neighbour's stride times that
+        neighbour's size) may be split or merged, so ``split`` then ``view(B, T, H, D)`` of a
+        projection's heads stays a view instead of a copy.
+
+        >>> View("b0", 0, (2, 8), (24, 1)).reshape((2, 2, 4)).strides  # a (2, 8) slice of (2, 24)
+        (24, 4, 1)
+        >>> View("b0", 0, (4, 6), (1, 4)).reshape((24,)) is None  # a transpose: no one stride
+        True
+        """
+        shape = tuple(shape)
+        if self.is_contiguous or 0 in self.shape:
             return View(self.buf, self.offset, shape, contiguous_strides(shape))
-        return None
+        old = [(n, st) for n, st in zip(self.shape, self.strides) if n != 1]
+        strides = [0] * len(shape)
+        i = j = 0
+        while j < len(shape):
+            if shape[j] == 1:  # (any stride: the index is always 0)
+                j += 1
+                continue
+            if i == len(old):
+                return None
+            # the new dims j..j2 cover exactly the old dims i..i2, which must be one block
+            j2, i2, covered, size = j, i, shape[j], old[i][0]
+            while covered != size:
+                if covered < size:
+                    j2 += 1
+                    if j2 == len(shape):
+                        return None
+                    covered *= shape[j2]
+                else:
+                    if i2 + 1 == len(old) or old[i2][1] != old[i2 + 1][1] * old[i2 + 1][0]:
+                        return None
+                    i2 += 1
+                    size *= old[i2][0]
+            step = old[i2][1]
+            for k in range(j2, j - 1, -1):
+                strides[k] = step
+                step *= shape[k]
+            i, j = i2 + 1, j2 + 1
+        return View(self.buf, self.offset, shape, strides) if i == len(old) else None
 
     def permute(self, dims):
         return View(self.buf, self.offset, [self.shape[d] for d in dims], [self.strides[d] for d in dims])
