@@ -224,3 +224,21 @@ def test_benchmark_steps_match_the_interpreter(name):
     source = results["c"][2].programs[0].executable.source
     if name == "gpt":
         assert "tg_gemm_float_batch(" in source
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((6, 5, 1, 300), (5, 300, 900)),  # rows of 1, B broadcast
+                                              ((6, 5, 70, 0), (1, 5, 0, 900)),  # K = 0: zeros
+                                              ((3, 1, 67, 45), (4, 45, 181))])  # A broadcast over heads
+def test_batched_call_edge_shapes(a_shape, b_shape):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+
+    def fn(a, b):
+        return (a @ b) * 2.0
+
+    f = tg.compile(fn, backend="c", options={"openmp": False, "batch_split": False})
+    got = f(tg.tensor(a), tg.tensor(b)).numpy()
+    np.testing.assert_allclose(got, (torch.tensor(a) @ torch.tensor(b)).numpy() * 2.0, rtol=1e-4, atol=1e-4)
+    if 0 not in a_shape:
+        assert "tg_gemm_float_batch(" in f.programs[0].executable.source
