@@ -232,3 +232,22 @@ def test_saving_pickling_and_loading_cuda_tensors(emulate, tmp_path):
     x = pickle.loads(pickle.dumps(tg.arange(4.0, device="cuda")))
     assert x.device.type == "cuda" and x.cpu().tolist() == [0.0, 1.0, 2.0, 3.0]
     assert copy.deepcopy(x).device.type == "cuda"
+
+
+def test_backward_rules_helpers_new_tensors_and_views_stay_on_the_device(emulate):
+    tg.manual_seed(5)
+    x = tg.randn(4, 6)
+    idx = tg.tensor([2, 0, 3])
+    g = x.cuda().requires_grad_()
+    (g[idx] * 2).sum().backward()  # (index's backward scatters into zeros it makes itself)
+    want = x.clone().requires_grad_()
+    (want[idx] * 2).sum().backward()
+    assert g.grad.device.type == "cuda"
+    np.testing.assert_array_equal(g.grad.cpu().numpy(), want.grad.numpy())
+    h = tg.ones(2, device="cuda")
+    made = (h.new_zeros(2, 3), h.new_ones(2), h.new_full((2,), 1.5), h.new_tensor([1.0, 2.0]), h.new_empty(1))
+    assert all(t.device.type == "cuda" for t in made)
+    assert g.detach().view(2, 12).device.type == "cuda"
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        g.detach().T.view(24)
+    assert g.detach().T.reshape(24)._value.buffer is not g._value.buffer  # (a copy, as NumPy's)

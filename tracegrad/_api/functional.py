@@ -558,9 +558,13 @@ def view(x, *shape):
         return view_as_dtype(x, shape[0])
     if not x._is_traced:
         shape_ = _infer_minus_one(_size_args(shape), x.numel())
-        probe = x._value.view()
+        probe = x._value.view() if x._value.__class__ is np.ndarray else None
         try:
-            probe.shape = shape_
+            if probe is None:  # (a cuda tensor's DeviceArray says whether strides express it)
+                if x._value.reshape_view(shape_) is None:
+                    raise AttributeError
+            else:
+                probe.shape = shape_
         except AttributeError:
             raise RuntimeError(
                 "view size is not compatible with input tensor's size and stride (at least one "

@@ -264,8 +264,10 @@ def _broadcast_indices(adv):
 
 def _check_adv_bounds(y, adv):
     """``adv`` with each index checked against its dim (negatives count from the end): several
-    index tensors are merged into one linear index, where a bad one could land on another row."""
-    return [(d, I.check_index(t, y.shape[d], d, negative=True)) for d, t in adv]
+    index tensors are merged into one linear index, where a bad one could land on another row.
+    Index tensors on the CPU go to a cuda ``y``'s device (PyTorch indexes a cuda tensor with them)."""
+    dev = y.device
+    return [(d, I.check_index(t if t.device == dev else t.to(dev), y.shape[d], d, negative=True)) for d, t in adv]
 
 
 def _flatten_advanced(y, adv):

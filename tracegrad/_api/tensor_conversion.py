@@ -102,23 +102,28 @@ class ConversionMethods:
         >>> tg.ones(1, dtype=tg.float64).new_zeros(2)
         tensor([0., 0.], dtype=tracegrad.float64)
         """
+        kwargs.setdefault("device", self.device)  # (PyTorch's: on this tensor's device)
         return creation.zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad, **kwargs)
 
     def new_ones(self, *size, dtype=None, requires_grad: builtins.bool = False, **kwargs) -> Tensor:
         """``tg.ones(*size)`` of this tensor's dtype unless ``dtype`` is given."""
+        kwargs.setdefault("device", self.device)  # (PyTorch's: on this tensor's device)
         return creation.ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad, **kwargs)
 
     def new_empty(self, *size, dtype=None, requires_grad: builtins.bool = False, **kwargs) -> Tensor:
         """``tg.empty(*size)`` of this tensor's dtype unless ``dtype`` is given."""
+        kwargs.setdefault("device", self.device)  # (PyTorch's: on this tensor's device)
         return creation.empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad, **kwargs)
 
     def new_full(self, *size, dtype=None, requires_grad: builtins.bool = False, **kwargs) -> Tensor:
         """``tg.full(size, fill_value)`` of this tensor's dtype unless ``dtype`` is given."""
+        kwargs.setdefault("device", self.device)  # (PyTorch's: on this tensor's device)
         return creation.full(*size, dtype=dtype or self.dtype, requires_grad=requires_grad, **kwargs)
 
-    def new_tensor(self, data, dtype=None, requires_grad: builtins.bool = False) -> Tensor:
-        """``tg.tensor(data)`` of this tensor's dtype unless ``dtype`` is given."""
-        return creation.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def new_tensor(self, data, dtype=None, requires_grad: builtins.bool = False, device=None) -> Tensor:
+        """``tg.tensor(data)`` of this tensor's dtype and on its device unless given."""
+        return creation.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                               device=self.device if device is None else device)
 
     def ndimension(self) -> builtins.int:
         """The number of dimensions: ``dim()``."""

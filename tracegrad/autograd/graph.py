@@ -17,6 +17,7 @@ import weakref
 import numpy as np
 
 from . import anomaly, forward_ad, grad_mode, graph_task, saved_hooks  # (none imports this module: no cycle)
+from ..core import placement as _placement
 from ..core import tracing as trace
 from ..core.tensor import Tensor
 from ..core.tracing import bump
@@ -414,7 +415,10 @@ class OpNode(Node):
         if self.op.no_derivative and check_no_derivative:  # (engine._deferred_grads: without)
             self._check_no_derivative()
         ctx = VJPContext(self)
-        grads = self.op.vjp(ctx, g)
+        if g._value.__class__ is np.ndarray:  # (host tensors: the rule as it is; one test)
+            grads = self.op.vjp(ctx, g)
+        else:  # cuda (or traced): the rule's helper tensors made on the gradient's device
+            grads = _placement.on_device_of(g, self.op.vjp, ctx, g)
         if len(grads) != len(self.input_meta):
             raise AssertionError(f"vjp of {self.op.name} returned {len(grads)} grads for "
                                  f"{len(self.input_meta)} inputs")

@@ -114,6 +114,22 @@ def ufunc(uf, method, inputs, kwargs):
     return target
 
 
+def on_device_of(t, fn, *args):
+    """``fn(*args)`` with the default device ``t``'s when ``t`` is a cuda tensor: the backward
+    rules make their helper tensors (zeros to scatter into, masks) with plain factories, which
+    then land where the gradients are (autograd/graph.OpNode.apply)."""
+    if t._value.__class__ is not DeviceArray:
+        return fn(*args)
+    from .device import get_default_device, set_default_device
+
+    previous = get_default_device()
+    set_default_device(CUDA0)
+    try:
+        return fn(*args)
+    finally:
+        set_default_device(previous)
+
+
 # ----------------------------------------------------------------------------- copies
 def move(t, dev):
     """``t`` on device ``dev`` (itself when already there): a copy between host and device,

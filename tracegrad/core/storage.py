@@ -161,6 +161,32 @@ class DeviceArray:
         """Another view of the same buffer."""
         return DeviceArray(self.buffer, offset, shape, elem_strides, self.dtype if dtype is None else dtype)
 
+    def reshape_view(self, shape) -> "DeviceArray | None":
+        """A view of these elements in ``shape`` over the same buffer, or None when strides cannot
+        express it (each run of dims the new shape merges or splits must be contiguous within
+        itself: the rule NumPy's and PyTorch's views follow)."""
+        shape = tuple(int(s) for s in shape)
+        old, old_st = self.shape, self.elem_strides
+        if not old or 0 in old:
+            return self.view(self.offset, shape, contiguous_strides(shape))
+        new = [0] * len(shape)
+        view_d = len(shape) - 1
+        base = old_st[-1]
+        tensor_n = view_n = 1
+        for d in range(len(old) - 1, -1, -1):
+            tensor_n *= old[d]
+            if d == 0 or (old[d - 1] != 1 and old_st[d - 1] != tensor_n * base):
+                while view_d >= 0 and (view_n < tensor_n or shape[view_d] == 1):
+                    new[view_d] = view_n * base
+                    view_n *= shape[view_d]
+                    view_d -= 1
+                if view_n != tensor_n:
+                    return None
+                if d > 0:
+                    base = old_st[d - 1]
+                    tensor_n = view_n = 1
+        return self.view(self.offset, shape, new) if view_d == -1 else None
+
     def _span(self) -> tuple[int, int]:
         """(lowest, highest) element offsets this view reaches, relative to ``offset``."""
         lo = sum((n - 1) * st for n, st in zip(self.shape, self.elem_strides) if st < 0)

@@ -48,39 +48,11 @@ class _ViewsOnly:
 _VIEWS_ONLY = _ViewsOnly()
 
 
-def reshape_strides(old_shape, old_strides, new_shape):
-    """Strides that read a view of ``old_shape``/``old_strides`` as ``new_shape`` without a
-    copy, or None when none do (each run of dims the new shape merges or splits must be
-    contiguous within itself: the rule NumPy and PyTorch apply to views)."""
-    from ..c.views import contiguous_strides
-
-    if not old_shape or 0 in old_shape:
-        return contiguous_strides(new_shape)
-    new = [0] * len(new_shape)
-    view_d = len(new_shape) - 1
-    base = old_strides[-1]
-    tensor_n = view_n = 1
-    for d in range(len(old_shape) - 1, -1, -1):
-        tensor_n *= old_shape[d]
-        if d == 0 or (old_shape[d - 1] != 1 and old_strides[d - 1] != tensor_n * base):
-            while view_d >= 0 and (view_n < tensor_n or new_shape[view_d] == 1):
-                new[view_d] = view_n * base
-                view_n *= new_shape[view_d]
-                view_d -= 1
-            if view_n != tensor_n:
-                return None
-            if d > 0:
-                base = old_strides[d - 1]
-                tensor_n = view_n = 1
-    return tuple(new) if view_d == -1 else None
-
-
 def _view(op, arr, attrs, shape):
     from ....ops import movement as M
 
     if op is M.RESHAPE:  # (any layout strides can express, as NumPy's; C's rule takes contiguous only)
-        strides = reshape_strides(arr.shape, arr.elem_strides, tuple(shape))
-        return None if strides is None else arr.view(arr.offset, tuple(shape), strides)
+        return arr.reshape_view(shape)
     rule = RULES.lookup(op)
     if rule is None or rule.kind != "view":
         return None
