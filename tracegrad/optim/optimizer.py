@@ -22,6 +22,8 @@ from __future__ import annotations
 import functools
 from collections import OrderedDict, defaultdict
 
+import numpy as np
+
 from ..core import creation
 from ..core import dtypes as _dt
 from ..autograd.graph import RemovableHandle
@@ -78,10 +80,10 @@ class _ParamGroup(dict):
 _TENSOR_OPTIONS = ("lr", "momentum", "betas")
 
 
-def _option_tensors(value):
+def _option_tensors(value, device=None):
     if isinstance(value, tuple):
-        return tuple(creation.tensor(float(v), dtype=_dt.float64) for v in value)
-    return creation.tensor(float(value), dtype=_dt.float64)
+        return tuple(creation.tensor(float(v), dtype=_dt.float64, device=device) for v in value)
+    return creation.tensor(float(value), dtype=_dt.float64, device=device)
 
 
 def _write_option(tensors, value):
@@ -89,7 +91,8 @@ def _write_option(tensors, value):
         for t, v in zip(tensors, value):
             _write_option(t, v)
     else:
-        tensors._value[...] = value._value if isinstance(value, Tensor) else value
+        # (np.copyto: into host memory, or into a cuda tensor's device memory)
+        np.copyto(tensors._value, value._value if isinstance(value, Tensor) else np.asarray(value, tensors._value.dtype))
 
 
 class Optimizer:
@@ -147,7 +150,9 @@ class Optimizer:
         if any(id(p) in existing for p in group["params"]):
             raise ValueError("some parameters appear in more than one parameter group")
         self._check_group(group)
-        group.option_tensors = {key: _option_tensors(group[key]) for key in _TENSOR_OPTIONS
+        # (on the parameters' device: a compiled step on cuda tensors then reads no host memory)
+        device = group["params"][0].device if group["params"] else None
+        group.option_tensors = {key: _option_tensors(group[key], device) for key in _TENSOR_OPTIONS
                                 if key in group and _is_number_option(group[key])}
         self.param_groups.append(group)
         self._allocate_state(group)
@@ -185,13 +190,15 @@ class Optimizer:
                 if kind in _STATE_SHAPES:
                     shape = _STATE_SHAPES[kind](tuple(p.shape))
                     if shape is not None:
-                        st[name] = creation.zeros(shape, dtype=p.dtype)
+                        st[name] = creation.zeros(shape, dtype=p.dtype, device=p.device)
                     continue
                 scalar, value = _STATE_STARTS[kind]
                 value = float(group["lr"]) if value == "lr" else value
                 with trace.paused():
                     if scalar:
-                        st[name] = creation.full((), value, dtype=_dt.get_default_dtype())
+                        # (the step count too lives on the parameter's device, as PyTorch's
+                        # capturable=True keeps it: a compiled cuda step then copies nothing)
+                        st[name] = creation.full((), value, dtype=_dt.get_default_dtype(), device=p.device)
                     else:
                         st[name] = creation.full_like(p.detach(), value)
             deferred.discard(id(p))
