@@ -31,6 +31,7 @@ from ..c.views import View, coalesce
 _programs: dict = {}  # key -> CudaExecutable, or None: the op runs on the host
 _lock = threading.Lock()
 _host_ops_logged: set = set()
+_host_reasons: dict = {}  # op name -> why it has no CUDA program (its Unsupported)
 
 
 class _NeedsCopy(Exception):
@@ -96,6 +97,7 @@ def run_op(op, arrays, attrs, shape, dtype):
             if exe is False:
                 exe = _programs[key] = _build_single(op, arrays, attrs, shape, dtype)
     if exe is None:
+        _log_host(op)
         return _on_host(op, arrays, attrs, shape, dtype)
     return exe(arrays)[0]
 
@@ -110,16 +112,18 @@ def _build_single(op, arrays, attrs, shape, dtype):
     try:
         return build(g)
     except Unsupported as e:
-        _log_host(op, str(e))
+        _host_reasons[op.name] = str(e)
         return None
 
 
-def _log_host(op, why):
+def _log_host(op):
+    """Say once per op, the first time it falls back while the log topic is on, why."""
     from .... import _logging
 
-    if op.name not in _host_ops_logged:
+    if op.name not in _host_ops_logged and _logging.enabled("devices"):
         _host_ops_logged.add(op.name)
-        _logging.log("devices", "%s on cuda tensors runs on the host (copies in and out): %s", op.name, why)
+        _logging.log("devices", "%s on cuda tensors runs on the host (copies in and out): %s", op.name,
+                     _host_reasons.get(op.name, ""))
 
 
 def _on_host(op, arrays, attrs, shape, dtype):
