@@ -107,6 +107,13 @@ def no_device_error(dev: device) -> AssertionError:
                           "host memory or on a CUDA GPU")
 
 
+def _placement():
+    """core/placement.py (it imports this module, so it is looked up at call time)."""
+    from . import placement
+
+    return placement
+
+
 def factory_device(d: Union[str, device, int, None]) -> device:
     """Where a new tensor goes: ``d`` (None: the default device) as the CPU or ``cuda:0``;
     raises for a device this build cannot place tensors on."""
@@ -116,9 +123,7 @@ def factory_device(d: Union[str, device, int, None]) -> device:
             return CPU
     else:
         dev = d
-    from .placement import resolve  # (placement imports this module)
-
-    return resolve(dev)
+    return _placement().resolve(dev)
 
 
 def like_device(t, d: Union[str, device, int, None]) -> device:
@@ -133,9 +138,7 @@ def check_device(d: Union[str, device, int, None]) -> device:
     is accepted: the layer is moved there once built (placement.layer_init)."""
     dev = factory_device(d)
     if dev.type != "cpu":
-        from .placement import building_layer
-
-        if building_layer():
+        if _placement().building_layer():
             return dev
         raise NotImplementedError(f"device={str(dev)!r} is not supported here yet: make it on the CPU "
                                   "and move it with .to('cuda') (docs/cuda.md)")
@@ -167,9 +170,7 @@ def to_arguments(args: tuple, dtype=None, dev=None) -> tuple:
         else:
             dtype = a
     if dev is not None:
-        from .placement import resolve
-
-        dev = resolve(dev)
+        dev = _placement().resolve(dev)
     return dtype, dev
 
 

@@ -22,6 +22,13 @@ NUMPY_MESSAGE = ("can't convert cuda:0 device type tensor to numpy. Use Tensor.c
                  "tensor to host memory first.")
 
 
+def _placement():
+    """core/placement.py (it imports this module, so it is looked up at call time)."""
+    from . import placement
+
+    return placement
+
+
 def runtime():
     from ..compiler.backends.cuda import runtime as rt
 
@@ -41,9 +48,7 @@ class DeviceBuffer:
     def __init__(self, nbytes: int) -> None:
         self._rt = runtime()
         if not _allocated[2]:  # the first device allocation: dispatch learns of devices
-            from . import placement
-
-            placement.activate()
+            _placement().activate()
             _allocated[2] = 1
         self.nbytes = int(nbytes)
         self.ptr = self._rt.malloc(self.nbytes)
@@ -233,9 +238,7 @@ class DeviceArray:
         return handler(*args, **kwargs)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from . import placement
-
-        return placement.ufunc(ufunc, method, inputs, kwargs)
+        return _placement().ufunc(ufunc, method, inputs, kwargs)
 
 
 def copy_into(dst: DeviceArray, src) -> None:
