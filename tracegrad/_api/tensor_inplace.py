@@ -1,6 +1,6 @@
 """Tensor's in-place methods (``add_``, ``mul_``, ``zero_``, ``copy_``, ``t_``, the random fills
 ``uniform_``...) and in-place operators (``+=``...). An in-place method computes the out-of-place
-result from ``_inplace_source(self, ...)`` (a private copy when autograd records the op, so
+result from ``core.views._inplace_source(self, ...)`` (a private copy when autograd records the op, so
 that the node saves the value before the update) and writes it into ``self`` with
 ``core.views.assign`` (which bumps the version and moves the autograd history).
 
@@ -23,11 +23,11 @@ from . import composites as C
 from . import functional as F
 from . import numerics as NU
 from . import selection as SE
-from ..autograd import forward_ad, grad_mode
+from ..autograd import forward_ad
 from ..core import creation
 from ..core import tracing as trace
-from ..core.tensor import TensorBase, VersionCounter
-from ..core.views import _history_alias, assign, check_inplace_target
+from ..core.tensor import TensorBase
+from ..core.views import _inplace_source, assign, check_inplace_target
 from ..ops import index as I
 from ..ops import scatter as SC
 from ..ops.index import check_index
@@ -38,29 +38,6 @@ if TYPE_CHECKING:
 
 
 # ----------------------------------------------------------------------------- what in-place methods share
-def _inplace_source(self, *others):
-    """The operand an in-place method computes from (see ``_inplace_operand``), carrying
-    ``self``'s forward-mode tangent so that an in-place op on a dual tensor updates its tangent.
-    (ops.index and ops.scatter use it too, for index_add_ and scatter_.)"""
-    src = _inplace_operand(self, *others)
-    if forward_ad._active_level is not None:
-        forward_ad.copy_tangent(self, src)
-    return src
-
-
-def _inplace_operand(self, *others):
-    """The operand to compute from: a private copy when autograd records the op, so that the
-    node saves the pre-update value (PyTorch's original_self) while ``self`` changes."""
-    records = grad_mode.is_grad_enabled() and (
-        self.requires_grad or any(isinstance(o, TensorBase) and o.requires_grad for o in others))
-    if not records or self._is_traced:
-        return _history_alias(self) if records else self.detach()
-    alias = _history_alias(self)
-    alias._value = alias._value.copy()
-    alias._vc = VersionCounter()
-    return alias
-
-
 def _view_in_place(self, view, name, *args):
     """``x.t_()`` and kin: ``x`` itself becomes ``view(x, *args)``, a view of the same memory
     with another shape, and takes its autograd history (as PyTorch's in-place view ops; the

@@ -18,7 +18,7 @@ from ..autograd.graph import AccumulateGrad
 from ..ops import helpers as H
 from ..ops.movement import RESHAPE
 from . import tracing as trace
-from .tensor import Tensor
+from .tensor import Tensor, VersionCounter
 
 
 def make_view(out, src, view_fn, inv_fn):
@@ -141,3 +141,27 @@ def _history_alias(t):
             AccumulateGrad.of(t)
             a._acc_node = t._acc_node
     return a
+
+
+def _inplace_source(self, *others):
+    """The operand an in-place method computes from (see ``_inplace_operand``), carrying
+    ``self``'s forward-mode tangent so that an in-place op on a dual tensor updates its tangent.
+    Used by every in-place method (_api/tensor_inplace.py) and by ops.index's and
+    ops.scatter's index_add_/scatter_ (which is why it lives here, below both)."""
+    src = _inplace_operand(self, *others)
+    if forward_ad._active_level is not None:
+        forward_ad.copy_tangent(self, src)
+    return src
+
+
+def _inplace_operand(self, *others):
+    """The operand to compute from: a private copy when autograd records the op, so that the
+    node saves the pre-update value (PyTorch's original_self) while ``self`` changes."""
+    records = grad_mode.is_grad_enabled() and (
+        self.requires_grad or any(isinstance(o, Tensor) and o.requires_grad for o in others))
+    if not records or self._is_traced:
+        return _history_alias(self) if records else self.detach()
+    alias = _history_alias(self)
+    alias._value = alias._value.copy()
+    alias._vc = VersionCounter()
+    return alias

@@ -412,18 +412,18 @@ def index_add(x, dim, index, source, *, alpha=1):
 
 def index_add_(x, dim, index, source, *, alpha=1):
     """In place ``index_add``; bumps ``x._version`` and rebases its autograd history."""
-    # (lazy: a true cycle, the in-place machinery of the surface stands above the ops)
-    from .._api.tensor_methods import _inplace_source
-    from ..core.views import assign
+    # (in the function: core.views stands on this module's floor, so a module-level import
+    # would lift ops.index, and everything above it, one floor; see tests/import_graph.py)
+    from ..core.views import _inplace_source, assign
 
     src = _inplace_source(x, source)
     return assign(x, index_add(src, dim, index, source, alpha=alpha))
 
 
 def scatter_add_(x, dim, index, src):
-    # (lazy: a true cycle, the in-place machinery of the surface stands above the ops)
-    from .._api.tensor_methods import _inplace_source
-    from ..core.views import assign
+    # (in the function: core.views stands on this module's floor, so a module-level import
+    # would lift ops.index, and everything above it, one floor; see tests/import_graph.py)
+    from ..core.views import _inplace_source, assign
 
     base = _inplace_source(x, src)
     return assign(x, scatter_add(base, dim, index, src))

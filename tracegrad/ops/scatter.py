@@ -22,6 +22,7 @@ import numpy as np
 
 from .index import GATHER, SCATTER_ADD, _as_index, _check_bounds, _grid, _infer_scatter, _pad_to, _zeros
 from ..core.tensor import Tensor
+from ..core.views import _inplace_source, assign
 from . import helpers as H
 from .movement import SLICE
 from .registry import defop
@@ -205,23 +206,11 @@ def _identity(reduce, dtype):
 
 def scatter_(input, dim, index, src=None, *, value=None, reduce=None):
     """In place ``scatter``."""
-    # (lazy: a true cycle, the in-place machinery of the surface stands above the ops)
-    from .._api.tensor_methods import _inplace_source
-
     base = _inplace_source(input, *[s for s in (src, value) if s is not None])
-    return _assign(input, scatter(base, dim, index, src, value=value, reduce=reduce))
+    return assign(input, scatter(base, dim, index, src, value=value, reduce=reduce))
 
 
 def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
     """In place ``scatter_reduce``."""
-    # (lazy: a true cycle, the in-place machinery of the surface stands above the ops)
-    from .._api.tensor_methods import _inplace_source
-
-    return _assign(input, scatter_reduce(_inplace_source(input, src), dim, index, src, reduce,
-                                         include_self=include_self))
-
-
-def _assign(target, value):
-    from ..core.views import assign  # (lazy: a true cycle, as _inplace_source's above)
-
-    return assign(target, value)
+    return assign(input, scatter_reduce(_inplace_source(input, src), dim, index, src, reduce,
+                                        include_self=include_self))
