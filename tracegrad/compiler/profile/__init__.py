@@ -26,21 +26,22 @@ returned (a program that draws random numbers takes one seed from the generator,
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...core import pytree
-from .. import cache
-from ..backends.c.threads import get_num_threads
 from ..dynamic import DynamicProgram
 from ..ir.capture import bind_inputs
 from .kernels import KernelInfo
-from .peak import MachinePeak, cache_name, machine_peak, measure
+from .peak import MachinePeak, machine_peak, measure, remember_peak
 from .report import KernelRow, Profile, ProgramTotal
 from .timing import ProfileError, Timed
 from .timing import measure as measure_timed
+
+if TYPE_CHECKING:
+    from ..api import CompiledFunction, CompiledModule
+    from ..program import Program
 
 __all__ = ["profile_call", "profile_program", "Profile", "KernelRow", "ProgramTotal", "MachinePeak",
            "machine_peak", "measure", "ProfileError", "remember_peak"]
@@ -49,8 +50,9 @@ DEFAULT_REPEAT = 20
 DEFAULT_WARMUP = 3
 
 
-def profile_call(compiled, args: Sequence = (), kwargs: dict | None = None, *, repeat: int = DEFAULT_REPEAT,
-                 warmup: int = DEFAULT_WARMUP, peak: MachinePeak | bool = True) -> Profile:
+def profile_call(compiled: CompiledFunction | CompiledModule, args: Sequence = (), kwargs: dict | None = None, *,
+                 repeat: int = DEFAULT_REPEAT, warmup: int = DEFAULT_WARMUP,
+                 peak: MachinePeak | bool = True) -> Profile:
     """Profile ``compiled`` (a ``tg.compile`` result) called with ``args`` and ``kwargs``: the
     Program those arguments select, built if need be (as a call would). ``peak``: True for
     this machine's (``machine_peak``: cached, else measured, about two seconds), a MachinePeak,
@@ -71,7 +73,7 @@ def profile_call(compiled, args: Sequence = (), kwargs: dict | None = None, *, r
     return profile_program(prog, flat, repeat=repeat, warmup=warmup, peak=peak)
 
 
-def profile_program(program, flat_args: Sequence, *, repeat: int = DEFAULT_REPEAT, warmup: int = DEFAULT_WARMUP,
+def profile_program(program: Program, flat_args: Sequence, *, repeat: int = DEFAULT_REPEAT, warmup: int = DEFAULT_WARMUP,
                     peak: MachinePeak | bool = True) -> Profile:
     """Profile ``program`` (a compiler Program) on ``flat_args`` (its call's flattened
     arguments): see ``profile_call``."""
@@ -95,12 +97,6 @@ def profile_program(program, flat_args: Sequence, *, repeat: int = DEFAULT_REPEA
         grads = [np.ones(v.shape, v.dtype.np) for v in program.backward_executable.graph.inputs[len(saved):]]
         timed.append(measure_timed("backward", program.backward_executable, saved + grads, repeat, warmup))
     return _profile(program.graph.name, timed, peak, repeat, warmup)
-
-
-def remember_peak(peak: MachinePeak) -> None:
-    """Store ``peak`` as this machine's for the present thread count (what ``machine_peak``
-    then returns, until refreshed): figures measured elsewhere, or fixed ones for tests."""
-    cache.write_json(cache.cache_dir(), cache_name(max(1, get_num_threads())), dataclasses.asdict(peak))
 
 
 def _profile(name: str, timed: list[Timed], peak: MachinePeak | None, repeat: int, warmup: int) -> Profile:

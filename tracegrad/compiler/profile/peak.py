@@ -195,16 +195,21 @@ def machine_peak(refresh: bool = False) -> MachinePeak:
     True
     """
     cores = max(1, get_num_threads())
-    directory, name = cache.cache_dir(), cache_name(cores)
     if not refresh:
         try:
-            got = cache.read_json(directory / name)
+            got = cache.read_json(cache.cache_dir() / cache_name(cores))
             return MachinePeak(**{f.name: got[f.name] for f in dataclasses.fields(MachinePeak)})
         except (OSError, ValueError, KeyError, TypeError):
             pass  # not measured yet (or a damaged file): measure
     peak = measure(cores)
     try:
-        cache.write_json(directory, name, dataclasses.asdict(peak))
+        remember_peak(peak)
     except OSError:
         pass  # an unwritable directory: measured again next time
     return peak
+
+
+def remember_peak(peak: MachinePeak) -> None:
+    """Store ``peak`` as this machine's for the present thread count (what ``machine_peak``
+    then returns, until refreshed): figures measured elsewhere, or fixed ones for tests."""
+    cache.write_json(cache.cache_dir(), cache_name(max(1, get_num_threads())), dataclasses.asdict(peak))

@@ -49,10 +49,15 @@ class KernelRow:
     @property
     def where(self) -> str:
         """``fwd k3``: the program's short name and the kernel's index."""
-        return f"{_SHORT.get(self.program, self.program + ' ')}k{self.index}"
+        return f"{_short(self.program)}k{self.index}"
 
 
 _SHORT = {"forward": "fwd ", "backward": "bwd ", "program": ""}
+
+
+def _short(program: str) -> str:
+    """The prefix naming a program in the table (``fwd ``; none for a lone program)."""
+    return _SHORT.get(program, program + " ")
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ class Profile:
     chrome://tracing or https://ui.perfetto.dev."""
 
     def __init__(self, name: str, rows: list[KernelRow], programs: list[ProgramTotal],
-                 peak: MachinePeak | None, repeat: int, warmup: int):
+                 peak: MachinePeak | None, repeat: int, warmup: int) -> None:
         self.name = name
         self.rows = sorted(rows, key=lambda r: (-r.time_us, r.program, r.index))
         self.programs = programs
@@ -88,6 +93,7 @@ class Profile:
 
     @property
     def total_us(self) -> float:
+        """The calls' mean wall time, programs together (microseconds)."""
         return sum(p.call_us for p in self.programs)
 
     def __repr__(self) -> str:
@@ -113,7 +119,7 @@ class Profile:
             body.append((r.where, _cut(r.label, 34), _cut(_short_nodes(r.nodes), 26), f"{r.time_us:.1f}",
                          f"{100 * r.share:.1f}", _rate(r.gflops, r.flops), _pct(r.fma_pct, r.flops),
                          _rate(r.gbs, r.bytes), _pct(r.bandwidth_pct, r.bytes),
-                         f"{_SHORT.get(r.program, r.program + ' ')}{r.line}"))  # (of the source above)
+                         f"{_short(r.program)}{r.line}"))  # (of the source above)
         widths = [max(len(str(x[i])) for x in [head] + body) for i in range(len(head))]
         right = {3, 4, 5, 6, 7, 8}
         for row in [head] + body:
