@@ -20,7 +20,7 @@ import tracegrad as tg
 from tracegrad.core.tensor import TensorBase
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-MIXINS = [c for c in tg.Tensor.__mro__ if c.__module__.startswith("tracegrad._api.tensor")]
+MIXINS = [c for c in tg.Tensor.__mro__ if c is tg.Tensor or c.__module__.startswith("tracegrad._api.tensor")]
 
 
 def _declared():
@@ -43,7 +43,7 @@ def test_every_attribute_a_tensor_had_before_is_still_there():
 
 
 def test_the_methods_are_declared_in_the_surface_modules():
-    assert tg.Tensor.__module__ == "tracegrad._api.tensor"
+    assert tg.Tensor.__module__ == "tracegrad" and repr(tg.Tensor) == "<class 'tracegrad.Tensor'>"
     assert tg.Tensor.exp.__qualname__ == "MathMethods.exp"
     assert tg.Tensor.exp.__module__ == "tracegrad._api.tensor_math"
     assert tg.Tensor.add_.__qualname__ == "InPlaceMethods.add_"
@@ -177,6 +177,9 @@ def test_pickle_deepcopy_and_hash_keep_the_class():
         assert type(y) is tg.Tensor and y.requires_grad and y.tolist() == [1.0, 2.0]
     p = tg.nn.Parameter(tg.ones(2))
     assert type(pickle.loads(pickle.dumps(p))) is tg.nn.Parameter
+    for proto in range(pickle.HIGHEST_PROTOCOL + 1):  # the class by reference, as tracegrad.Tensor
+        assert pickle.loads(pickle.dumps(tg.Tensor, proto)) is tg.Tensor
+        assert pickle.loads(pickle.dumps([x, tg.float64], proto))[0].tolist() == [1.0, 2.0]
     assert hash(x) == hash(x) and {x: 1}[x] == 1
 
 

@@ -38,4 +38,15 @@ class Tensor(MathMethods, ReductionMethods, ShapeMethods, LinalgMethods, Convers
     >>> import tracegrad as tg
     >>> tg.Tensor([1, 2])
     tensor([1., 2.])
+    >>> tg.Tensor
+    <class 'tracegrad.Tensor'>
     """
+
+    # Named where users reach it, as torch.Tensor is (repr, help, error messages, pickling the
+    # class by reference: pickle finds it as tracegrad.Tensor). Tensors themselves pickle through
+    # core.tensor._rebuild, which this does not touch.
+    __module__ = "tracegrad"
+
+
+# (doctest skips a class whose __module__ is another module's; this keeps the example above run)
+__test__ = {"Tensor": Tensor}
