@@ -111,7 +111,12 @@ from ._api.torch_functions import (abs_, acos_, acosh_, addmv_, arccos_, arccosh
 from ._api.out_arguments import with_out as _out
 
 # PyTorch's out= keyword, on the functions that take it in torch (_api/out_arguments.py): each is
-# its definition wrapped (functools.wraps: tg.tanh.__wrapped__ is the function defined in _api/)
+# its definition wrapped (functools.wraps: tg.tanh.__wrapped__ is the function defined in _api/).
+# This is the one list: the functions whose torch documentation (2.13) gives out=, and those that
+# take it undocumented, such as sum (test_out_arguments checks it against torch's namespace).
+# Wrapped here, at the public edge, not where each is defined: internal callers (backward rules,
+# Tensor's methods, nn.functional) call the definitions without the wrapper's cost, and
+# nn.functional.softmax or ops.index.gather, which torch gives no out=, get none.
 abs = _out(abs, "abs")
 acos = _out(acos, "acos")
 acosh = _out(acosh, "acosh")
@@ -281,12 +286,14 @@ outer = _out(outer, "outer")
 polygamma = _out(polygamma, "polygamma")
 pow = _out(pow, "pow")
 prod = _out(prod, "prod")
+qr = _out(qr, "qr")
 quantile = _out(quantile, "quantile")
 rad2deg = _out(rad2deg, "rad2deg")
 rand = _out(rand, "rand")
 randint = _out(randint, "randint")
 randn = _out(randn, "randn")
 randperm = _out(randperm, "randperm")
+range = _out(range, "range")
 reciprocal = _out(reciprocal, "reciprocal")
 remainder = _out(remainder, "remainder")
 renorm = _out(renorm, "renorm")

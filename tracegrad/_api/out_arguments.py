@@ -27,29 +27,9 @@ from ..autograd import grad_mode
 from ..core.dtypes import check_can_cast
 from ..core.tensor import Tensor
 
-# the functions of the torch namespace that take out= (from PyTorch 2.13's documentation, and
-# those that take it undocumented, such as sum): tracegrad/__init__.py wraps each by name
-NAMES = """abs acos acosh add addbmm addcdiv addcmul addmm addmv addr all amax amin aminmax angle any arange
-arccos arccosh arcsin arcsinh arctan arctan2 arctanh argmax argmin asin asinh atan atan2 atanh
-baddbmm bernoulli bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift
-bitwise_xor bmm cat ceil cholesky cholesky_inverse cholesky_solve clamp clamp_max clamp_min clip
-column_stack concat concatenate copysign cos cosh cross cummax cummin cumprod cumsum deg2rad diag
-diff digamma div divide dot dstack empty eq erf erfc erfinv exp exp2 expm1 eye fix float_power
-floor floor_divide fmax fmin fmod frac frexp full gather gcd ge greater greater_equal gt heaviside
-histc histogram hstack hypot i0 igamma igammac index_copy index_select inner inverse isin isneginf
-isposinf kron kthvalue lcm ldexp le lerp less less_equal lgamma linspace log log10 log1p log2
-log_softmax logaddexp logaddexp2 logcumsumexp logical_and logical_not logical_or logical_xor logit
-logspace logsumexp lt lu_unpack masked_select matmul matrix_power max maximum mean median min
-minimum mm mode msort mul multinomial multiply mv mvlgamma nan_to_num nanmean nanmedian
-nanquantile nansum ne neg negative nextafter nonzero normal not_equal ones outer polygamma pow
-prod quantile rad2deg rand randint randn randperm reciprocal remainder renorm round rsqrt sgn
-sigmoid sign signbit sin sinc sinh slice_scatter softmax sort sqrt square stack std std_mean sub
-subtract sum svd take take_along_dim tan tanh topk tril triu true_divide trunc var var_mean vdot
-vstack where xlogy zeros""".split()
-
 # creation functions: without a dtype they make out's (torch.zeros(2, out=long_tensor))
 CREATION = {"arange", "empty", "eye", "full", "linspace", "logspace", "ones", "rand", "randint", "randn",
-            "randperm", "zeros"}
+            "randperm", "range", "zeros"}
 
 
 def _parameters(fn):
