@@ -180,6 +180,19 @@ def compile_source(source, directory, cmd):
     return so
 
 
+def build_fixed(kind: str, source: str) -> Path:
+    """The shared object of ``source``, a fixed ``.cu`` of this package rather than a graph's
+    program (the device runtime, a strided copy), built for this process's toolchain once and
+    kept in the compile cache, keyed by ``kind``, the source, the build mode and the compiler."""
+    from ...cache import get_or_build, make_key
+
+    mode, cmd, version = toolchain()
+    key = make_key({"backend": kind, "source": hashlib.sha256(source.encode()).hexdigest(),
+                    "mode": mode, "compiler": version})
+    so_path, _meta, _hit = get_or_build(key, lambda d: (compile_source(source, d, cmd), {"source": source}))
+    return so_path
+
+
 _fingerprints = []
 
 

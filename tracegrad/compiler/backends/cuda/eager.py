@@ -2,9 +2,9 @@
 
 ``run_op`` is what an op on cuda tensors does (core/placement.py calls it from dispatch):
 
-- a view op the renderer expresses as strides (reshape of a contiguous value, permute,
-  expand, slice, flip) makes a new DeviceArray over the same buffer: no kernel, shared
-  memory, as NumPy's views on the CPU;
+- a view op the renderer expresses as strides (reshape wherever the strides allow it,
+  permute, expand, slice, flip) makes a new DeviceArray over the same buffer: no kernel,
+  shared memory, as NumPy's views on the CPU;
 - any other op is a one-node IR graph built with ``build`` (lowered, rendered, compiled and
   cached on disk as every program is) and kept here by (op, input shapes and dtypes, attrs),
   so each distinct call compiles once per process at most;
@@ -17,19 +17,19 @@ included): in-place writes into views, ``.contiguous()``, dtype conversions.
 """
 from __future__ import annotations
 
-import hashlib
 import threading
 from types import SimpleNamespace
 
 import numpy as np
 
-from . import PRELUDE, Unsupported, build, compile_source, load, run_program, toolchain
+from . import PRELUDE, Unsupported, build, build_fixed, load, run_program
 from .lower import BLOCK, MAX_GRID, index_expr, unravel
 from .rules import RULES
 from ..c.views import View, coalesce
 
 _programs: dict = {}  # key -> CudaExecutable, or None: the op runs on the host
 _lock = threading.Lock()
+_MISSING = object()
 _host_ops_logged: set = set()
 _host_reasons: dict = {}  # op name -> why it has no CUDA program (its Unsupported)
 
@@ -52,7 +52,7 @@ _VIEWS_ONLY = _ViewsOnly()
 def _view(op, arr, attrs, shape):
     from ....ops import movement as M
 
-    if op is M.RESHAPE:  # (any layout strides can express, as NumPy's; C's rule takes contiguous only)
+    if op is M.RESHAPE:  # (the DeviceArray's own rule: the one x.view() on a cuda tensor follows)
         return arr.reshape_view(shape)
     rule = RULES.lookup(op)
     if rule is None or rule.kind != "view":
@@ -90,16 +90,23 @@ def run_op(op, arrays, attrs, shape, dtype):
         if out is not None:
             return out
     key = (op.name, tuple((a.shape, a.dtype.str) for a in arrays), _freeze(attrs))
-    exe = _programs.get(key, False)
-    if exe is False:
-        with _lock:
-            exe = _programs.get(key, False)
-            if exe is False:
-                exe = _programs[key] = _build_single(op, arrays, attrs, shape, dtype)
+    exe = _once(_programs, key, lambda: _build_single(op, arrays, attrs, shape, dtype))
     if exe is None:
         _log_host(op)
         return _on_host(op, arrays, attrs, shape, dtype)
     return exe(arrays)[0]
+
+
+def _once(table: dict, key, make):
+    """``table[key]``, made by ``make()`` the first time: under the lock, so that threads asking
+    together build one program; a hit takes no lock (the eager path is per op)."""
+    value = table.get(key, _MISSING)
+    if value is _MISSING:
+        with _lock:
+            value = table.get(key, _MISSING)
+            if value is _MISSING:
+                value = table[key] = make()
+    return value
 
 
 def _build_single(op, arrays, attrs, shape, dtype):
@@ -155,12 +162,7 @@ def strided_copy(dst, src):
     sv = View("s", 0, src.shape, src.elem_strides).broadcast_to(dst.shape)
     shape, (s_st, d_st), _ = coalesce(list(dst.shape), [list(sv.strides), list(dst.elem_strides)])
     key = (tuple(shape), tuple(s_st), tuple(d_st), src.dtype.str, dst.dtype.str)
-    lib = _copies.get(key)
-    if lib is None:
-        with _lock:
-            lib = _copies.get(key)
-            if lib is None:
-                lib = _copies[key] = _build_copy(*key)
+    lib = _once(_copies, key, lambda: load(build_fixed("cuda-copy", copy_source(*key))))
     run_program(lib, [src, dst], "strided copy")
 
 
@@ -168,17 +170,6 @@ def _c_type(np_dtype):
     from ....core import dtypes as _dt
 
     return _dt.from_numpy_dtype(np.dtype(np_dtype)).c_type
-
-
-def _build_copy(*key):
-    from ...cache import get_or_build, make_key
-
-    source = copy_source(*key)
-    mode, cmd, version = toolchain()
-    key = make_key({"backend": "cuda-copy", "source": hashlib.sha256(source.encode()).hexdigest(),
-                    "mode": mode, "compiler": version})
-    so_path, _meta, _hit = get_or_build(key, lambda d: (compile_source(source, d, cmd), {"source": source}))
-    return load(so_path)
 
 
 def copy_source(shape, s_st, d_st, s_dt, d_dt):

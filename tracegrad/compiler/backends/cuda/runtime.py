@@ -12,11 +12,10 @@ The source below is a constant of this module (nothing user-controlled reaches i
 """
 from __future__ import annotations
 
-import hashlib
 import shutil
 import threading
 
-from . import NoCuda, compile_source, emulated, gpu_arch, toolchain
+from . import NoCuda, build_fixed, emulated, gpu_arch, toolchain
 
 _SOURCE = """\
 // tracegrad device runtime: memory and synchronization through the CUDA runtime API
@@ -119,18 +118,13 @@ _lock = threading.Lock()
 def get() -> Runtime:
     """The runtime of this process's mode (built on first use, then cached on disk). Raises
     NoCuda without a GPU and without emulation."""
-    mode, cmd, version = toolchain()
+    mode = toolchain()[0]
     rt = _runtimes.get(mode)
     if rt is not None:
         return rt
     with _lock:
         if mode not in _runtimes:
-            from ...cache import get_or_build, make_key
-
-            key = make_key({"backend": "cuda-runtime", "source": hashlib.sha256(_SOURCE.encode()).hexdigest(),
-                            "mode": mode, "compiler": version})
-            so_path, _meta, _hit = get_or_build(key, lambda d: (compile_source(_SOURCE, d, cmd), {}))
-            _runtimes[mode] = Runtime(mode, str(so_path))
+            _runtimes[mode] = Runtime(mode, str(build_fixed("cuda-runtime", _SOURCE)))
     return _runtimes[mode]
 
 
