@@ -74,7 +74,15 @@ def interleaved_medians(contenders, steps, rounds, warmup=3, pause=0.05):
 
 
 # ----------------------------------------------------------------------------- torch versions
-def torch_step(name, compiled=False):
+def torch_step(name, compiled=False, device="cpu"):
+    """PyTorch's version of workload ``name`` as a no-argument step, its model, optimizer state
+    and data on ``device`` (``torch.compile``d when ``compiled``)."""
+    with torch.device(device):  # (factories and modules made inside land on the device)
+        step = _torch_step(name, device)
+    return torch.compile(step) if compiled else step
+
+
+def _torch_step(name, device):
     import torch.nn as nn
     import torch.nn.functional as F
 
@@ -93,7 +101,7 @@ def torch_step(name, compiled=False):
         torch.manual_seed(0)
         model = workloads.transformer_block(torch)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        xd, yd = (torch.from_numpy(a) for a in workloads.transformer_data())
+        xd, yd = (torch.from_numpy(a).to(device) for a in workloads.transformer_data())
 
         def step():
             opt.zero_grad()
@@ -108,7 +116,7 @@ def torch_step(name, compiled=False):
         torch.manual_seed(0)
         model = workloads.gpt(torch, sz["vocab"], sz["n_embd"], sz["n_head"], sz["n_layer"], sz["block_size"])
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
-        idx, targets = (torch.from_numpy(a) for a in workloads.gpt_data(sz["batch"], sz["block_size"], sz["vocab"]))
+        idx, targets = (torch.from_numpy(a).to(device) for a in workloads.gpt_data(sz["batch"], sz["block_size"], sz["vocab"]))
 
         def step():
             opt.zero_grad()
@@ -122,7 +130,7 @@ def torch_step(name, compiled=False):
         torch.manual_seed(0)
         model = workloads.lenet5(torch)
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-        xd, yd = (torch.from_numpy(a) for a in workloads.lenet5_data())
+        xd, yd = (torch.from_numpy(a).to(device) for a in workloads.lenet5_data())
 
         def step():
             opt.zero_grad()
@@ -177,8 +185,6 @@ def torch_step(name, compiled=False):
             return loss
 
         step = inner
-    if compiled:
-        step = torch.compile(step)
     return step
 
 
