@@ -350,7 +350,7 @@ _lazy_attributes = {"compile": (".compiler.api", "compile"), "explain": (".compi
 
 
 def __getattr__(name):
-    import importlib
+    import importlib  # (here, not at the top: tracegrad's namespace is the API; no tg.importlib)
 
     if name in _lazy_modules:
         return importlib.import_module(_lazy_modules[name], __name__)  # (binds it on the package)

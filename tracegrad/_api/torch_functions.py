@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import creation
 from ..core import dtypes as _dt
+from . import composites as _composites
 from . import functional as F
 from .. import linalg as _linalg
 from ..nn import functional as _nnf
@@ -245,32 +247,26 @@ def range(start=0, end=None, step=1, *, dtype=None, layout=None, device=None, re
     """``start`` to ``end`` *inclusive* by ``step``, in the default float dtype (deprecated in
     PyTorch for ``arange``)."""
     _check_device(device)  # (a device other than the CPU raises: core/device.py)
-    from ..core.creation import tensor
-
     if end is None:
         start, end = 0, start
     count = int(np.floor((end - start) / step)) + 1
     values = start + step * np.arange(max(count, 0), dtype=np.float64)
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
-    return tensor(values.astype(dt.np), dtype=dt, requires_grad=requires_grad)
+    return creation.tensor(values.astype(dt.np), dtype=dt, requires_grad=requires_grad)
 
 
 def fill(input, value):
     """A new tensor like ``input`` filled with ``value`` (a number, or a 0-dim tensor that then
     gets the gradient)."""
-    from ..core.creation import full_like, zeros_like
-
     if not isinstance(value, Tensor):
-        return full_like(input, value)
+        return creation.full_like(input, value)
     if value.ndim:
         raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
-    return F.add(zeros_like(input), F.cast(value, input.dtype))
+    return F.add(creation.zeros_like(input), F.cast(value, input.dtype))
 
 
 def row_stack(tensors, *, out=None):
-    from .composites import vstack
-
-    return F.write_out(vstack(tensors), out)
+    return F.write_out(_composites.vstack(tensors), out)
 
 
 def absolute(input, *, out=None):
@@ -331,9 +327,7 @@ def is_neg(input):
 
 
 def isreal(input):
-    from ..core.creation import ones_like
-
-    return ones_like(input, dtype=_dt.bool_)
+    return creation.ones_like(input, dtype=_dt.bool_)
 
 
 def imag(input):
@@ -349,32 +343,26 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """A tensor of ``obj``, sharing a NumPy array's or a tensor's memory where the dtype allows
     and ``copy`` is not True."""
     _check_device(device)  # (a device other than the CPU raises: core/device.py)
-    from ..core.creation import as_tensor, tensor
-
     if copy:
-        return tensor(obj, dtype=dtype, requires_grad=requires_grad)
-    result = as_tensor(obj, dtype=dtype)
+        return creation.tensor(obj, dtype=dtype, requires_grad=requires_grad)
+    result = creation.as_tensor(obj, dtype=dtype)
     return result.requires_grad_() if requires_grad else result
 
 
 def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     """A 1-D tensor over ``buffer``'s bytes (any object with the buffer protocol), shared."""
-    from ..core.creation import from_numpy
-
     dt = _dt.to_dtype(dtype)
     array = np.frombuffer(buffer, dtype=dt.np, count=count, offset=offset)
-    result = from_numpy(array)
+    result = creation.from_numpy(array)
     return result.requires_grad_() if requires_grad else result
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """An uninitialized tensor of ``size`` whose elements lie at ``stride`` (a view of fresh storage)."""
     _check_device(device)  # (a device other than the CPU raises: core/device.py)
-    from ..core.creation import empty
-
     size, stride = tuple(size), tuple(stride)
     extent = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
-    result = empty(extent, dtype=dtype).as_strided(size, stride)
+    result = creation.empty(extent, dtype=dtype).as_strided(size, stride)
     return result.requires_grad_() if requires_grad else result
 
 
@@ -382,11 +370,9 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
                  requires_grad=False, memory_format=None):
     """Integers in [low, high) of ``input``'s shape (and dtype unless given)."""
     _check_device(device)  # (a device other than the CPU raises: core/device.py)
-    from ..core.creation import randint
-
     if high is None:
         low, high = 0, low
-    return randint(low, high, tuple(input.shape), generator=generator, dtype=dtype or input.dtype)
+    return creation.randint(low, high, tuple(input.shape), generator=generator, dtype=dtype or input.dtype)
 
 
 # every public function defined here

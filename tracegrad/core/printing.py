@@ -157,7 +157,7 @@ def tensor_repr(t):
         suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
-    from ..autograd import forward_ad
+    from ..autograd import forward_ad  # (in the call: autograd stands above the Tensor and this)
 
     if forward_ad._state is not None and not t._is_traced:  # inside a dual_level, as PyTorch
         tangent = forward_ad.unpack_dual(t).tangent
@@ -170,7 +170,7 @@ def tensor_format(t, spec):
     """``format(t, spec)``, PyTorch's Tensor.__format__: a 0-d plain Tensor formats as its
     Python number (``f"{loss:.4f}"``, and ``f"{loss}"`` prints the number, not ``tensor(...)``);
     any other tensor formats as an object (its str for an empty spec, else a TypeError)."""
-    from .tensor import TensorBase
+    from .tensor import TensorBase  # (in the call: the Tensor imports this module for its repr)
 
     if type(t) is TensorBase._instance_class and t.ndim == 0:  # (the public class, not a subclass)
         return t.item().__format__(spec)

@@ -30,6 +30,7 @@ def _placement():
 
 
 def runtime():
+    # (in the call: the cuda backend stands far above, and loads only once a device is used)
     from ..compiler.backends.cuda import runtime as rt
 
     return rt.get()
@@ -251,7 +252,7 @@ def copy_into(dst: DeviceArray, src) -> None:
     if (src.shape == dst.shape and src.dtype == dst.dtype and src.is_contiguous and dst.is_contiguous):
         runtime().on_device(dst.ptr, src.ptr, dst.nbytes)
         return
-    from ..compiler.backends.cuda import eager
+    from ..compiler.backends.cuda import eager  # (in the call: as runtime() above)
 
     eager.strided_copy(dst, src)
 

@@ -8,6 +8,8 @@ tensor([2., 4.])
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import dtypes as _dt
@@ -106,7 +108,7 @@ class TensorBase:
         # (or this one); subclasses (Parameter) construct in their own __new__.
         if cls is not TensorBase and cls is not TensorBase._instance_class:
             return object.__new__(cls)
-        from .creation import legacy_tensor
+        from .creation import legacy_tensor  # (in the call: creation imports this module)
 
         return legacy_tensor(*args, **kwargs)
 
@@ -239,8 +241,6 @@ class TensorBase:
     @property
     def grad(self):
         if self._grad is None and not self.is_leaf and not self._retains_grad:
-            import warnings
-
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
                 "Its .grad attribute won't be populated during autograd.backward(). If you indeed "
@@ -334,7 +334,7 @@ class TensorBase:
         tensor([20., 20.])
         >>> h.remove()
         """
-        from ..autograd.graph import RemovableHandle, _HookDict
+        from ..autograd.graph import RemovableHandle, _HookDict  # (in the call: autograd stands above)
 
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
@@ -349,7 +349,7 @@ class TensorBase:
 
     def register_post_accumulate_grad_hook(self, hook):
         """Run ``hook(tensor)`` after a leaf's ``.grad`` has been accumulated."""
-        from ..autograd.graph import RemovableHandle, _HookDict
+        from ..autograd.graph import RemovableHandle, _HookDict  # (in the call: autograd stands above)
 
         if not self.is_leaf:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
@@ -405,7 +405,7 @@ class TensorBase:
         same lazily when a view's grad_fn is read)."""
         base = self._base
         if base.requires_grad and grad_mode.is_grad_enabled() and self._custom_function_view:
-            from ..autograd.function import custom_function_view_error
+            from ..autograd.function import custom_function_view_error  # (autograd stands above)
 
             raise custom_function_view_error(self, "its base or another view of its base has been "
                                                    "modified inplace")
@@ -503,6 +503,7 @@ class TensorBase:
         return (self[i] for i in range(self.shape[0]))
 
     def __repr__(self):
+        # (in the call: printing imports this module, and at module level would lift the Tensor a floor)
         from .printing import tensor_repr
 
         return tensor_repr(self)
