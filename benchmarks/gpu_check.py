@@ -259,7 +259,8 @@ def phase_device(ctx):
              "except ImportError: r['torch'] = None\n"
              "import tracegrad as tg; r['tracegrad_device'] = tg.cuda.get_device_name() "
              "if tg.cuda.is_available() else None\nprint(json.dumps(r))")
-    out.update(child_result(run([sys.executable, "-c", probe], ctx.limit(30, end), env=ctx.env)).get("result", {}))
+    res = child_result(run([sys.executable, "-c", probe], ctx.limit(30, end), env=ctx.env))
+    out.update(res.get("result") or {"probe failed": res["tail"][-400:]})  # (no torch, cffi, ...)
     for tool in ("nvcc", "compute-sanitizer"):
         path = shutil.which(tool)
         lines = run([path, "--version"], ctx.limit(10, end))["tail"].strip().splitlines() if path else ["missing"]
@@ -301,8 +302,11 @@ def phase_parity(ctx):
                             log=ctx.out / "parity.log"))
 
 
-def sanitizer_errors(tail):
-    m = re.search(r"ERROR SUMMARY: (\d+) error", tail)
+def sanitizer_errors(text):
+    """The error count of a compute-sanitizer summary (memcheck: "ERROR SUMMARY: n errors";
+    racecheck: "RACECHECK SUMMARY: h hazards displayed (n errors, w warnings)"); None when the
+    tool printed none (it did not finish)."""
+    m = re.search(r"ERROR SUMMARY: (\d+) error", text) or re.search(r"RACECHECK SUMMARY: .*?\((\d+) error", text)
     return int(m.group(1)) if m else None
 
 
@@ -318,15 +322,16 @@ def phase_sanitizer(ctx):
     if tool is None or ctx.dry_run:
         out["skipped"] = "compute-sanitizer is not installed" if tool is None else "dry run (emulated code)"
         return out
-    for name, check, cmd in (("memcheck", ["--tool", "memcheck"], step),
-                             ("racecheck", ["--tool", "racecheck", "--racecheck-report", "all"], reduce)):
+    for name, check, cmd in (("memcheck", ["--tool", "memcheck", "--print-limit", "20"], step),
+                             ("racecheck", ["--tool", "racecheck", "--racecheck-report", "all",
+                                            "--print-limit", "20"], reduce)):
         if ctx.limit(60, end) < 10:
             out[name] = {"skipped": "the phase's time is spent", "errors": None, "rc": None}
             continue
         res = run([tool, *check, *cmd], ctx.limit(60, end), env=ctx.env,
                   log=ctx.out / f"sanitizer_{name}.log")
-        res["errors"] = sanitizer_errors(res["tail"])
-        out[name] = res
+        res["errors"] = sanitizer_errors((ctx.out / f"sanitizer_{name}.log").read_text())
+        out[name] = child_result(res)  # (the child's own result: the step or reduction ran)
     return out
 
 
