@@ -52,7 +52,12 @@ class MathMethods:
         return F.add(self, b, alpha)
 
     def sub(self, b, alpha: float = 1) -> Tensor:
-        """``self - alpha * other``, elementwise: ``tg.sub``."""
+        """``self - alpha * b``, elementwise with broadcasting: ``tg.sub``.
+
+        >>> import tracegrad as tg
+        >>> tg.tensor([5.0, 3.0]).sub(tg.tensor([1.0, 1.0]), alpha=2)
+        tensor([3., 1.])
+        """
         return F.sub(self, b, alpha)
 
     def mul(self, b) -> Tensor:
@@ -65,11 +70,21 @@ class MathMethods:
         return F.mul(self, b)
 
     def div(self, b, rounding_mode=None) -> Tensor:
-        """``self / other``, elementwise (``rounding_mode``: None, ``"trunc"`` or ``"floor"``): ``tg.div``."""
+        """``self / b``, elementwise (``rounding_mode``: None, ``"trunc"`` or ``"floor"``): ``tg.div``.
+
+        >>> import tracegrad as tg
+        >>> tg.tensor([7.0, -7.0]).div(2), tg.tensor([7.0, -7.0]).div(2, rounding_mode="floor")
+        (tensor([ 3.5000, -3.5000]), tensor([ 3., -4.]))
+        """
         return F.div(self, b, rounding_mode)
 
     def pow(self, b) -> Tensor:
-        """``self ** exponent``, elementwise: ``tg.pow``."""
+        """``self ** b``, elementwise (``b`` a number or a tensor): ``tg.pow``.
+
+        >>> import tracegrad as tg
+        >>> tg.tensor([1.0, 2.0, 3.0]).pow(2)
+        tensor([1., 4., 9.])
+        """
         return F.pow(self, b)
 
     def neg(self) -> Tensor:
@@ -631,7 +646,7 @@ class MathMethods:
         return F.bitwise_right_shift(other, self)
 
     def __invert__(self) -> Tensor:
-        """``tg.bitwise_not(self, ...)`` as a method."""
+        """``~self``: ``tg.bitwise_not(self)`` (logical not for bool tensors)."""
         return F.bitwise_not(self)
 
     def __neg__(self) -> Tensor:
@@ -647,7 +662,7 @@ class MathMethods:
         return F.abs(self)
 
     def __floordiv__(self, other) -> Tensor:
-        """``tg.div(self, ...)`` as a method."""
+        """``self // other``: ``tg.div(self, other, rounding_mode="floor")``."""
         return F.div(self, other, rounding_mode="floor")
 
     def __rfloordiv__(self, other) -> Tensor:
@@ -687,7 +702,12 @@ class MathMethods:
         return F.bitwise_right_shift(self, b)
 
     def softmax(self, dim, dtype=None) -> Tensor:
-        """``tg.nn.functional.softmax(self, dim)``, as ``torch.Tensor.softmax``."""
+        """``tg.nn.functional.softmax(self, dim)``, as ``torch.Tensor.softmax``.
+
+        >>> import tracegrad as tg
+        >>> tg.tensor([1.0, 2.0, 3.0]).softmax(dim=0)
+        tensor([0.0900, 0.2447, 0.6652])
+        """
         return _nn_functional().softmax(self, dim, dtype=dtype)
 
     def log_softmax(self, dim, dtype=None) -> Tensor:

@@ -58,7 +58,12 @@ class ReductionMethods:
 
     @numpy_names
     def std(self, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None) -> Tensor:
-        """The standard deviation over ``dim`` (all elements by default; ``correction=1``): ``tg.std``."""
+        """The standard deviation over ``dim`` (all elements by default; ``correction=1``): ``tg.std``.
+
+        >>> import tracegrad as tg
+        >>> tg.arange(5.0).std(), tg.arange(5.0).std(correction=0)
+        (tensor(1.5811), tensor(1.4142))
+        """
         return F.std(self, dim, unbiased, keepdim, correction=correction)
 
     @numpy_names
@@ -78,7 +83,13 @@ class ReductionMethods:
 
     @numpy_names
     def argmax(self, dim=None, keepdim: bool = False) -> Tensor:
-        """The index of the largest element (of the flattened tensor, or along ``dim``): ``tg.argmax``."""
+        """The index of the largest element (of the flattened tensor, or along ``dim``): ``tg.argmax``.
+
+        >>> import tracegrad as tg
+        >>> x = tg.tensor([[1.0, 5.0], [4.0, 2.0]])
+        >>> x.argmax(), x.argmax(dim=1)
+        (tensor(1), tensor([1, 0]))
+        """
         return F.argmax(self, dim, keepdim)
 
     @numpy_names
@@ -88,12 +99,24 @@ class ReductionMethods:
 
     @numpy_names
     def max(self, dim=None, keepdim: bool = False, *, other=None) -> Tensor | tuple[Tensor, Tensor]:
-        """``max(x)`` (ties share the gradient), ``max(x, dim)`` -> (values, indices), ``max(x, y)``."""
+        """``x.max()`` (ties share the gradient), ``x.max(dim)`` -> (values, indices), ``x.max(y)``
+        (elementwise, as ``tg.maximum``): ``tg.max``.
+
+        >>> import tracegrad as tg
+        >>> x = tg.tensor([[1.0, 5.0], [4.0, 2.0]])
+        >>> x.max(), x.max(dim=1).indices
+        (tensor(5.), tensor([1, 0]))
+        """
         return F.max(self, dim, keepdim, other=other)
 
     @numpy_names
     def min(self, dim=None, keepdim: bool = False, *, other=None) -> Tensor | tuple[Tensor, Tensor]:
-        """``tg.min(self, ...)`` as a method."""
+        """``x.min()``, ``x.min(dim)`` -> (values, indices), ``x.min(y)``: as ``max``, ``tg.min``.
+
+        >>> import tracegrad as tg
+        >>> tg.tensor([[1.0, 5.0], [4.0, 2.0]]).min(dim=0).values
+        tensor([1., 2.])
+        """
         return F.min(self, dim, keepdim, other=other)
 
     @numpy_names
@@ -262,7 +285,7 @@ class ReductionMethods:
         return F.argsort(self, dim, descending, stable)
 
     def msort(self) -> Tensor:
-        """``tg.sort(self, ...)`` as a method."""
+        """The values sorted along the first dimension: ``tg.sort(self, dim=0).values``."""
         return F.sort(self, dim=0).values
 
     def mode(self, dim=-1, keepdim: bool = False) -> tuple[Tensor, Tensor]:

@@ -50,7 +50,12 @@ class ShapeMethods:
         return F.view(self, *shape)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-        """Dimensions ``start_dim`` to ``end_dim`` merged into one: ``tg.flatten``."""
+        """Dimensions ``start_dim`` to ``end_dim`` merged into one: ``tg.flatten``.
+
+        >>> import tracegrad as tg
+        >>> tg.zeros(2, 3, 4).flatten(1).shape
+        tracegrad.Size([2, 12])
+        """
         return F.flatten(self, start_dim, end_dim)
 
     @numpy_names
@@ -70,7 +75,12 @@ class ShapeMethods:
 
     @numpy_names
     def squeeze(self, dim=None) -> Tensor:
-        """A view without the dimensions of size 1 (only ``dim``, when given): ``tg.squeeze``."""
+        """A view without the dimensions of size 1 (only ``dim``, when given): ``tg.squeeze``.
+
+        >>> import tracegrad as tg
+        >>> tg.zeros(2, 1, 3, 1).squeeze().shape, tg.zeros(2, 1, 3, 1).squeeze(1).shape
+        (tracegrad.Size([2, 3]), tracegrad.Size([2, 3, 1]))
+        """
         return F.squeeze(self, dim)
 
     def permute(self, *dims) -> Tensor:
@@ -83,7 +93,14 @@ class ShapeMethods:
         return F.permute(self, *dims)
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
-        """A view with dimensions ``dim0`` and ``dim1`` swapped: ``tg.transpose``."""
+        """A view with dimensions ``dim0`` and ``dim1`` swapped: ``tg.transpose``.
+
+        >>> import tracegrad as tg
+        >>> tg.arange(6).view(2, 3).transpose(0, 1)
+        tensor([[0, 3],
+                [1, 4],
+                [2, 5]])
+        """
         return F.transpose(self, dim0, dim1)
 
     def swapaxes(self, dim0: int, dim1: int) -> Tensor:
@@ -111,7 +128,14 @@ class ShapeMethods:
         return F.contiguous(self)
 
     def clone(self) -> Tensor:
-        """``tg.clone(self, ...)`` as a method."""
+        """A copy in new memory that keeps the autograd history (the gradient flows back to ``self``):
+        ``tg.clone``.
+
+        >>> import tracegrad as tg
+        >>> x = tg.tensor([2.0], requires_grad=True)
+        >>> x.clone()
+        tensor([2.], grad_fn=<CloneBackward0>)
+        """
         return F.clone(self)
 
     def flip(self, *dims) -> Tensor:
@@ -125,12 +149,23 @@ class ShapeMethods:
 
     @numpy_names
     def split(self, split_size_or_sections, dim=0) -> tuple[Tensor, ...]:
-        """``tg.split(self, ...)`` as a method."""
+        """Pieces of ``split_size_or_sections`` elements along ``dim`` (the last may be shorter), or of
+        the listed sizes; views of ``self``: ``tg.split``.
+
+        >>> import tracegrad as tg
+        >>> tg.arange(5).split(2)
+        (tensor([0, 1]), tensor([2, 3]), tensor([4]))
+        """
         return F.split(self, split_size_or_sections, dim)
 
     @numpy_names
     def chunk(self, chunks: int, dim=0) -> tuple[Tensor, ...]:
-        """``tg.chunk(self, ...)`` as a method."""
+        """``chunks`` pieces along ``dim`` (as even as the size allows; views of ``self``): ``tg.chunk``.
+
+        >>> import tracegrad as tg
+        >>> tg.arange(5).chunk(2)
+        (tensor([0, 1, 2]), tensor([3, 4]))
+        """
         return F.chunk(self, chunks, dim)
 
     @numpy_names
@@ -349,12 +384,12 @@ class ShapeMethods:
 
     @property
     def T(self) -> Tensor:
-        """``tg.permute(self, ...)`` as a method."""
+        """The dimensions in reverse order (a view): ``self.permute(n - 1, ..., 0)``."""
         return F.permute(self, tuple(reversed(range(self.ndim))))
 
     @property
     def mT(self) -> Tensor:
-        """``tg.transpose(self, ...)`` as a method."""
+        """The last two dimensions swapped (a view; a batch's matrices transposed): ``self.transpose(-2, -1)``."""
         return F.transpose(self, -2, -1)
 
     def __getitem__(self, index) -> Tensor:
@@ -407,13 +442,13 @@ class ShapeMethods:
         return F.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
 
     def view_as(self, other) -> Tensor:
-        """``tg.view(self, ...)`` as a method."""
+        """A view of ``self`` in ``other``'s shape: ``self.view(other.shape)``."""
         return F.view(self, tuple(other.shape))
 
     swapdims = transpose
 
     def reshape_as(self, other) -> Tensor:
-        """``tg.reshape(self, ...)`` as a method."""
+        """``self`` in ``other``'s shape (a view when the storage allows): ``self.reshape(other.shape)``."""
         return F.reshape(self, tuple(other.shape))
 
     def nonzero_static(self, *, size, fill_value=-1) -> Tensor:
@@ -429,21 +464,22 @@ class ShapeMethods:
         return STR.as_strided_scatter( self, src, size, stride, storage_offset)
 
     def split_with_sizes(self, split_sizes, dim=0) -> tuple[Tensor, ...]:
-        """``tg.split(self, ...)`` as a method."""
+        """Pieces of the listed sizes along ``dim``: ``self.split(split_sizes, dim)``."""
         return F.split(self, list(split_sizes), dim)
 
     def unsafe_split(self, split_size, dim=0) -> tuple[Tensor, ...]:
-        """``tg.split(self, ...)`` as a method."""
+        """``self.split(split_size, dim)`` (PyTorch's unsafe_ variant skips the views' version checks;
+        here the pieces are ordinary views)."""
         return F.split(self, split_size, dim)
 
     unsafe_split_with_sizes = split_with_sizes
 
     def unsafe_chunk(self, chunks: int, dim=0) -> tuple[Tensor, ...]:
-        """``tg.chunk(self, ...)`` as a method."""
+        """``self.chunk(chunks, dim)`` (the pieces are ordinary views, as ``unsafe_split``'s)."""
         return F.chunk(self, chunks, dim)
 
     def narrow_copy(self, dim, start, length: int) -> Tensor:
-        """``tg.narrow(self, ...)`` as a method."""
+        """A copy (not a view) of ``length`` elements of ``dim`` from ``start``: ``self.narrow(...).clone()``."""
         return F.narrow(self, dim, start, length).clone()
 
     def put(self, index, source, accumulate: bool = False) -> Tensor:
