@@ -33,6 +33,7 @@ from .targets import CTarget, allocations, checked_calls, printed, tensor_arrays
 
 if TYPE_CHECKING:
     from ..ir.graph import Graph
+    from .library import ExampleBuffer, ExportedProgram, TensorSpec
 
 ALIGN = 256  # workspace slices start where cudaMalloc's own allocations would (its alignment)
 
@@ -92,7 +93,9 @@ class CudaTarget(CTarget):
 
         return {"tg_cuda_emulate.h": (templates_dir() / "tg_cuda_emulate.h").read_text()}
 
-    def example(self, header, batch_lines, bufs, arrays, calls, prints) -> str:
+    def example(self, header: str, batch_lines: list[str], bufs: list[ExampleBuffer],
+                arrays: list[tuple[str, list[tuple[str, TensorSpec]]]],
+                calls: list[tuple[ExportedProgram, str, str]], prints: list[tuple[str, TensorSpec]]) -> str:
         """The C example's host buffers, each with a device twin in ``tg_dev[]``: the filled
         ones copied in, the printed ones copied back after the calls."""
         k_of = {b.var: k for k, b in enumerate(bufs)}

@@ -275,6 +275,11 @@ def _c_values(arr, dtype):
     return ", ".join(str(int(x)) for x in flat.tolist())
 
 
+# what the example programs fill a floating-point input with (element i; a split export's incoming
+# gradients are ones): small varied values, so that a result printed is not all zeros
+_EXAMPLE_FILL = "0.01 * (double)(i % 17)"
+
+
 class ExampleBuffer(NamedTuple):
     """One buffer of the generated example program: its C variable, the tensor it holds, the
     comment above it and the C expression of element ``i`` it is filled with (None: zeros)."""
@@ -344,7 +349,7 @@ class ExportedProgram:
         bufs, arrays = [], []
         for group, specs in (("in", self.inputs), ("out", self.outputs)):
             for t in specs:
-                fill = "0.01 * (double)(i % 17)" if group == "in" and t.dtype.is_floating_point else None
+                fill = _EXAMPLE_FILL if group == "in" and t.dtype.is_floating_point else None
                 bufs.append(ExampleBuffer(f"{group}{t.index}", t, f"{group}put {t.index}: {t.name_c} {t.type_str}",
                                           fill))
             arrays.append((f"{group}puts", [(f"{group}{t.index}", t) for t in specs]))
@@ -514,8 +519,7 @@ class SplitExportedProgram:
         bufs = []
         for tag, specs in (("fi", f.inputs), ("fo", f.outputs), ("bi", b.inputs[n_saved:]), ("bo", b.outputs)):
             for t in specs:
-                fill = "1" if tag == "bi" else "0.01 * (double)(i % 17)" \
-                    if tag == "fi" and t.dtype.is_floating_point else None
+                fill = "1" if tag == "bi" else _EXAMPLE_FILL if tag == "fi" and t.dtype.is_floating_point else None
                 bufs.append(ExampleBuffer(f"{tag}{t.index}", t, f"{t.name_c} {t.type_str}", fill))
         # the backward's saved inputs are the forward's saved outputs: the same buffers
         arrays = [("f_in", [(f"fi{t.index}", t) for t in f.inputs]),
