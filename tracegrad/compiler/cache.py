@@ -388,9 +388,13 @@ def _is_entry(meta_path):
 
 
 def entries(directory=None):
-    """The metadata paths of the cache's entries."""
-    d = Path(directory) if directory is not None else cache_dir()
-    return sorted(p for p in d.glob("*.json") if _is_entry(p) and p.with_suffix(".so").exists()) \
+    """The metadata paths of the cache's entries (its programs: runtime objects are not counted)."""
+    return _entries(Path(directory) if directory is not None else cache_dir(), ".so")
+
+
+def _entries(d, built):
+    """The metadata paths of the entries in ``d`` whose built file is ``<key><built>``."""
+    return sorted(p for p in d.glob("*.json") if _is_entry(p) and p.with_suffix(built).exists()) \
         if d.is_dir() else []
 
 
@@ -413,14 +417,11 @@ def clear():
     if not d.is_dir():
         return 0
     n = 0
-    for meta in entries(d):
-        for suffix in (".so", ".c", ".json"):
-            meta.with_suffix(suffix).unlink(missing_ok=True)
-        n += 1
-    for meta in d.glob("*.json"):  # runtime objects (backends/c/runtime_object.py): not counted
-        if _is_entry(meta) and meta.with_suffix(".o").is_file():
-            for suffix in (".o", ".c", ".json"):
+    for built in (".so", ".o"):  # programs, then runtime objects (backends/c/runtime_object.py): not counted
+        for meta in _entries(d, built):
+            for suffix in (built, ".c", ".json"):
                 meta.with_suffix(suffix).unlink(missing_ok=True)
+            n += 1 if built == ".so" else 0
     for memo in d.glob("toolchain-*.json"):
         if _MEMO_RE.fullmatch(memo.name):
             try:

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...core import dtypes
 from ..backends.c.lower import is_view, matmul_work
 
-# bytes of the C types a plan's buffers and loads use (core/dtypes.py c_type)
-_CTYPE_BYTES = {"float": 4, "double": 8, "int64_t": 8, "int32_t": 4, "int16_t": 2, "int8_t": 1,
-                "uint8_t": 1, "uint16_t": 2, "_Float16": 2}
+# bytes of the C types a plan's buffers and loads use: each dtype's c_type and itemsize
+_CTYPE_BYTES = {d.c_type: d.itemsize for d in dtypes.ALL}
 _LOOP_VAR = re.compile(r"\bi\d+\b")
 _SHARED_CALL = re.compile(r"^\s*(tg_shared\d+)\(")
 
