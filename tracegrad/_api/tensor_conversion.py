@@ -96,29 +96,30 @@ class ConversionMethods:
         return F.cast(self, other.dtype)
 
     def new_zeros(self, *size, dtype=None, requires_grad: builtins.bool = False, **kwargs) -> Tensor:
-        """``tg.zeros(*size)`` of this tensor's dtype unless ``dtype`` is given.
+        """``tg.zeros(*size)`` of this tensor's dtype and on its device unless given.
 
         >>> import tracegrad as tg
         >>> tg.ones(1, dtype=tg.float64).new_zeros(2)
         tensor([0., 0.], dtype=tracegrad.float64)
         """
-        kwargs.setdefault("device", self.device)  # (PyTorch's: on this tensor's device)
-        return creation.zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad, **kwargs)
+        return _new_like(self, creation.zeros, size, dtype, requires_grad, kwargs)
 
     def new_ones(self, *size, dtype=None, requires_grad: builtins.bool = False, **kwargs) -> Tensor:
-        """``tg.ones(*size)`` of this tensor's dtype unless ``dtype`` is given."""
-        kwargs.setdefault("device", self.device)  # (PyTorch's: on this tensor's device)
-        return creation.ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad, **kwargs)
+        """``tg.ones(*size)`` of this tensor's dtype and on its device unless given."""
+        return _new_like(self, creation.ones, size, dtype, requires_grad, kwargs)
 
     def new_empty(self, *size, dtype=None, requires_grad: builtins.bool = False, **kwargs) -> Tensor:
-        """``tg.empty(*size)`` of this tensor's dtype unless ``dtype`` is given."""
-        kwargs.setdefault("device", self.device)  # (PyTorch's: on this tensor's device)
-        return creation.empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad, **kwargs)
+        """``tg.empty(*size)`` of this tensor's dtype and on its device unless given."""
+        return _new_like(self, creation.empty, size, dtype, requires_grad, kwargs)
 
     def new_full(self, *size, dtype=None, requires_grad: builtins.bool = False, **kwargs) -> Tensor:
-        """``tg.full(size, fill_value)`` of this tensor's dtype unless ``dtype`` is given."""
-        kwargs.setdefault("device", self.device)  # (PyTorch's: on this tensor's device)
-        return creation.full(*size, dtype=dtype or self.dtype, requires_grad=requires_grad, **kwargs)
+        """``tg.full(size, fill_value)`` of this tensor's dtype and on its device unless given.
+
+        >>> import tracegrad as tg
+        >>> tg.arange(3).new_full((2,), 7)
+        tensor([7, 7])
+        """
+        return _new_like(self, creation.full, size, dtype, requires_grad, kwargs)
 
     def new_tensor(self, data, dtype=None, requires_grad: builtins.bool = False, device=None) -> Tensor:
         """``tg.tensor(data)`` of this tensor's dtype and on its device unless given."""
@@ -330,3 +331,10 @@ class ConversionMethods:
     def bfloat16(self, memory_format=None) -> Tensor:
         """This tensor as bfloat16 (itself when it is already)."""
         return self.to(_dt.bfloat16)
+
+
+def _new_like(self, factory, args, dtype, requires_grad, kwargs):
+    """``factory(*args)`` (new_zeros, new_ones, new_empty, new_full) of ``self``'s dtype and on its
+    device (PyTorch's rule) unless the call gives them."""
+    kwargs.setdefault("device", self.device)
+    return factory(*args, dtype=dtype or self.dtype, requires_grad=requires_grad, **kwargs)
