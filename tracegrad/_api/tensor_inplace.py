@@ -117,7 +117,13 @@ class InPlaceMethods:
         return SC.scatter_reduce_(self, dim, index, src, reduce, include_self=include_self)
 
     def add_(self, b, alpha: float = 1) -> Tensor:
-        """In place: ``self.add(...)`` written into ``self``."""
+        """In place: ``self + alpha * b`` written into ``self`` (an SGD step is
+        ``p.add_(p.grad, alpha=-lr)``).
+
+        >>> import tracegrad as tg
+        >>> tg.ones(2).add_(tg.tensor([1.0, 2.0]), alpha=-0.5)
+        tensor([0.5000, 0.0000])
+        """
         return assign(self, F.add(_inplace_source(self, b, alpha), b, alpha))
 
     def sub_(self, b, alpha: float = 1) -> Tensor:
@@ -409,7 +415,12 @@ class InPlaceMethods:
         return assign(self, src * 0 if src.requires_grad else creation.zeros_like(src))
 
     def fill_(self, value) -> Tensor:
-        """In place: every element set to ``value`` (a number or a 0-d tensor)."""
+        """In place: every element set to ``value`` (a number or a 0-d tensor).
+
+        >>> import tracegrad as tg
+        >>> tg.empty(2, dtype=tg.int64).fill_(7)
+        tensor([7, 7])
+        """
         src = _inplace_source(self, value)
         if src.requires_grad or (isinstance(value, TensorBase) and value.requires_grad):
             return assign(self, src * 0 + value)
