@@ -343,7 +343,7 @@ def phase_bench(ctx):
     names = ctx.workloads
     for i, name in enumerate(names):
         # an equal share of what is left: time a quick workload leaves goes to the later ones
-        share = ctx.limit((end - time.monotonic()) / (len(names) - i), end)
+        share = ctx.limit(min(ctx.left(), end - time.monotonic()) / (len(names) - i), end)
         if share < 5:
             out[name] = {"skipped": f"budget spent ({share:.0f} s left)"}
             continue
@@ -400,7 +400,10 @@ def markdown(report) -> str:
             res, ratios = r.get("result", {}), r.get("ratios", {})
             t = res.get("times_s", {})
             rat = lambda k: "-" if k not in ratios else f"{ratios[k]:.2f}"
-            note = r.get("skipped") or ("; ".join(res.get("programs", []) + res.get("fallbacks", []))
+            firsts = [f"{label} first call {res[k]:.1f} s" for label, k in
+                      (("tracegrad", "first_call_s"), ("torch.compile", "torch_compile_first_call_s")) if k in res]
+            note = r.get("skipped") or ("; ".join((["TIMED OUT (partial)"] if r.get("timed_out") else [])
+                                                  + res.get("programs", []) + firsts + res.get("fallbacks", []))
                                         if res else f"rc {r.get('rc')}, timed out {r.get('timed_out', False)}")
             lines.append(f"| {name} | {ms(t.get('tracegrad'))} | {ms(t.get('torch eager'))} | {rat('torch eager')} | "
                          f"{ms(t.get('torch.compile'))} | {rat('torch.compile')} | {note[:300].replace('|', '/')} |")
@@ -425,6 +428,13 @@ def main(argv=None) -> int:
     unknown = set(a.phases.split(",")) - set(PHASES)
     if unknown:
         ap.error(f"--phases takes {','.join(PHASES)}; got {','.join(sorted(unknown))}")
+    if "bench" in a.phases.split(","):
+        sys.path[:0] = [str(HERE), str(ROOT)]  # (tracegrad from this tree, installed or not)
+        from workloads import WORKLOADS
+
+        unknown = set(a.workloads.split(",")) - set(WORKLOADS)
+        if unknown:
+            ap.error(f"--workloads takes names of {','.join(WORKLOADS)}; got {','.join(sorted(unknown))}")
     ctx = Budget(a.budget_s)
     ctx.dry_run, ctx.workloads = a.dry_run, a.workloads.split(",")
     ctx.out = Path(a.out).resolve()

@@ -83,3 +83,9 @@ def test_an_unknown_phase_is_refused_naming_the_phases():
     p = subprocess.run([sys.executable, str(SCRIPT), "--phases", "device,warp"], capture_output=True,
                        text=True, timeout=60, cwd=ROOT)
     assert p.returncode == 2 and "device,tests,parity,sanitizer,bench" in p.stderr and "warp" in p.stderr
+
+
+def test_an_unknown_workload_is_refused_naming_the_workloads():
+    p = subprocess.run([sys.executable, str(SCRIPT), "--workloads", "tiny,huge"], capture_output=True,
+                       text=True, timeout=60, cwd=ROOT)
+    assert p.returncode == 2 and "tiny,medium,chain" in p.stderr and "huge" in p.stderr
