@@ -223,7 +223,24 @@ def test_nn_layers_take_device_cuda_and_the_default_device(emulate):
         tg.set_default_device(None)
     assert nn.Linear(3, 2).weight.device.type == "cpu"
     with pytest.raises(NotImplementedError, match="make it on the CPU and move it"):
-        tg.tril_indices(3, 3, device="cuda")  # (an API still making CPU tensors only: refused, never silent)
+        tg.range(0, 3, device="cuda")  # (an API still making CPU tensors only: refused, never silent)
+
+
+def test_tril_triu_indices_and_make_tensor_take_device_cuda(emulate):
+    for fn in (tg.tril_indices, tg.triu_indices):
+        got = fn(4, 3, -1, device="cuda")
+        assert got.device.type == "cuda" and got.cpu().tolist() == fn(4, 3, -1).tolist()
+    tg.set_default_device("cuda")
+    try:
+        assert tg.tril_indices(2, 2).device.type == "cuda"  # (None: the default device, as PyTorch's)
+    finally:
+        tg.set_default_device(None)
+    tg.manual_seed(0)
+    want = tg.testing.make_tensor(2, 3, dtype=tg.float32, low=-1, high=1)
+    tg.manual_seed(0)
+    got = tg.testing.make_tensor((2, 3), dtype=tg.float32, device="cuda", low=-1, high=1, requires_grad=True)
+    assert got.device.type == "cuda" and got.requires_grad and got.is_leaf
+    np.testing.assert_array_equal(got.detach().cpu().numpy(), want.numpy())
 
 
 def test_saving_pickling_and_loading_cuda_tensors(emulate, tmp_path):
@@ -260,3 +277,22 @@ def test_backward_rules_helpers_new_tensors_and_views_stay_on_the_device(emulate
     with pytest.raises(RuntimeError, match="view size is not compatible"):
         g.detach().T.view(24)
     assert g.detach().T.reshape(24)._value.buffer is not g._value.buffer  # (a copy, as NumPy's)
+
+
+def test_traced_values_carry_the_device_of_the_compiled_call(emulate):
+    """Inside a compiled function, ``.device`` of an intermediate reads as eagerly, so code that
+    branches on it, makes a constant ``device=x.device`` or moves ``.to(x.device)`` traces
+    without a break."""
+    def step(x):
+        y = x * 2
+        assert y.device == x.device and y.is_cuda == x.is_cuda
+        z = y.to(x.device) + tg.zeros(3, device=y.device) + tg.ones(3).to(y.device)
+        return z + 10 if y.device.type == "cuda" else z
+
+    f = tg.compile(step, fullgraph=True)
+    got = f(tg.ones(3, device="cuda"))
+    assert got.device.type == "cuda" and got.cpu().tolist() == [13.0, 13.0, 13.0]
+    assert f(tg.ones(3)).tolist() == [3.0, 3.0, 3.0]
+    w = tg.ones(3, device="cuda")  # (a lifted cuda tensor makes the trace's device cuda too)
+    g = tg.compile(lambda s: (w * s + tg.ones(3, device=(w * s).device)).sum(), fullgraph=True)
+    assert g(tg.tensor(2.0)).device.type == "cuda" and g(tg.tensor(2.0)).item() == 9.0

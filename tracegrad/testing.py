@@ -15,7 +15,6 @@ import numpy as np
 from .core import creation
 from .core import dtypes as _dt
 from .core.tensor import Tensor
-from .core.device import check_device as _check_device
 
 __all__ = ["assert_close", "make_tensor"]
 
@@ -121,8 +120,8 @@ def _fail(text, msg, where):
 def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=False, noncontiguous=False,
                 exclude_zero=False, memory_format=None):
     """A tensor of ``shape`` with values uniform in [low, high) (PyTorch's defaults: [-9, 9)
-    for floats, [-9, 10) for integers, random for bool), drawn from the global generator."""
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    for floats, [-9, 10) for integers, random for bool), drawn from the global generator on
+    the host and placed on ``device`` (the default device when None)."""
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         shape = tuple(shape[0])
     dtype = _dt.to_dtype(dtype)
@@ -141,5 +140,5 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=F
         values = rng.integers(lo, max(hi, lo + 1), shape)
         if exclude_zero:
             values[values == 0] = 1
-    t = creation.tensor(np.asarray(values).astype(dtype.np), dtype=dtype)
+    t = creation.tensor(np.asarray(values).astype(dtype.np), dtype=dtype, device=device)
     return t.requires_grad_(True) if requires_grad else t

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from ..core.placement import on_inputs_device as _on_inputs_device
 from .. import amp as _amp
 from ..core import dtypes as _dt
 from . import functional as F
@@ -284,6 +285,7 @@ def igammac(input, other):
     return IGAMMAC(*F._promoted(input, other))
 
 
+@_on_inputs_device
 def mvlgamma(input, p):
     """The multivariate log-gamma of dimension ``p``: ``p (p - 1) / 4 log(pi) + sum over j < p
     of lgamma(x - j / 2)``; every element must exceed ``(p - 1) / 2``."""

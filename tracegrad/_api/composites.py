@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ..core.placement import on_inputs_device as _on_inputs_device
 from .. import amp as _amp
 from ..core import dtypes as _dt
 from . import functional as F
@@ -246,6 +247,7 @@ def roll(x, shifts, dims=None):
     return out
 
 
+@_on_inputs_device
 def diagonal(x, offset=0, dim1=0, dim2=1):
     """The diagonal ``offset`` above (below, if negative) the main one of dims ``dim1, dim2``,
     as the last dim."""
@@ -271,9 +273,16 @@ def _as_diagonal_view(out, x, offset, d1, d2):
     if not x._is_traced and out._value.size:
         start = [0] * x.ndim
         start[d1], start[d2] = max(-offset, 0), max(offset, 0)
-        corner = x._value[tuple(slice(k, None) for k in start)]
-        layout = np.diagonal(x._value, offset, d1, d2)  # (read-only: its shape and strides only)
-        out._value = np.lib.stride_tricks.as_strided(corner, layout.shape, layout.strides)
+        v = x._value
+        if isinstance(v, np.ndarray):
+            corner = v[tuple(slice(k, None) for k in start)]
+            layout = np.diagonal(v, offset, d1, d2)  # (read-only: its shape and strides only)
+            out._value = np.lib.stride_tricks.as_strided(corner, layout.shape, layout.strides)
+        else:  # (a cuda tensor's DeviceArray: the same strides over its device buffer)
+            st = v.elem_strides
+            rest = [st[d] for d in range(x.ndim) if d not in (d1, d2)]
+            out._value = v.view(v.offset + start[d1] * st[d1] + start[d2] * st[d2], out._value.shape,
+                                rest + [st[d1] + st[d2]])
     shape = tuple(x.shape)
     return views.make_view(out, x, lambda b: diagonal(b, offset, d1, d2),
                            lambda r: diagonal_scatter(zeros(shape, dtype=r.dtype), r, offset, d1, d2))

@@ -13,6 +13,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..core.placement import on_host as _on_host, on_inputs_device as _on_inputs_device
 from .. import amp as _amp
 from ..core import dtypes as _dt
 from ..autograd.graph import named_backward  # (grad_fn names as PyTorch's)
@@ -341,6 +342,7 @@ def cumprod(x, dim, *, dtype=None):
     return _scan(S.CUMPROD, x if dtype is None else cast(x, _dt.to_dtype(dtype)), dim)
 
 
+@_on_inputs_device
 def cummax(x, dim):
     """``(values, indices)``: the running maximum along ``dim`` and where it was reached (the
     latest position, for ties). NaN propagates.
@@ -352,6 +354,7 @@ def cummax(x, dim):
     return _scan(S.CUMMAX, x, dim, indices=True)
 
 
+@_on_inputs_device
 def cummin(x, dim):
     """``(values, indices)``: the running minimum along ``dim``; see ``cummax``.
 
@@ -865,6 +868,7 @@ from ..ops.scatter import scatter, scatter_reduce  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- comparisons to Python values
+@_on_host
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """``|input - other| <= atol + rtol * |other|`` everywhere (a Python bool, like PyTorch).
 

@@ -17,6 +17,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..core.placement import on_host as _on_host
 from .. import amp as _amp
 from ..core import dtypes as _dt
 from . import functional as F
@@ -207,6 +208,7 @@ def renorm(input, p, dim, maxnorm):
     return input * factor
 
 
+@_on_host
 def frexp(input):
     """``(mantissa, exponent)`` with ``input = mantissa * 2**exponent`` and |mantissa| in
     [0.5, 1) (int32 exponents, as PyTorch); not differentiable."""
@@ -268,6 +270,7 @@ def nextafter(input, other):
     return _elementwise.NEXTAFTER(*F._promoted(input, other))
 
 
+@_on_host
 def histogram(input, bins, *, range=None, weight=None, density=False):
     """``(hist, bin_edges)`` of the values of ``input``: ``bins`` equal bins over ``range``
     (default: the values' min and max) or the given edges (a 1-D tensor); ``weight`` weighs

@@ -13,6 +13,7 @@ tensor([[1, 2, 1, 2],
 """
 from __future__ import annotations
 
+from ..core.placement import on_inputs_device as _on_inputs_device
 from ..core import dtypes as _dt
 from . import functional as F
 from ..core.creation import tensor, zeros
@@ -20,7 +21,6 @@ from ..ops.index import check_index
 from ..ops.shapes import wrap_dim, wrap_dim_of_nonscalar
 from ..core.tensor import Size, Tensor
 from .numpy_names import accept_numpy_names
-from ..core.device import check_device as _check_device
 from ..autograd.graph import named_backward  # (grad_fn names as PyTorch's)
 
 __all__ = ["tile", "select", "rot90", "fliplr", "flipud", "meshgrid", "tensor_split", "take", "ravel",
@@ -133,6 +133,7 @@ def tensor_split(input, indices_or_sections, dim=0):
     return tuple(F.narrow(input, d, a, b - a) for a, b in bounds)
 
 
+@_on_inputs_device
 def take(input, index):
     """The elements of the flattened input at ``index`` (of index's shape)."""
     if not isinstance(index, Tensor):
@@ -189,6 +190,7 @@ def dsplit(input, indices_or_sections):
     return _split_at(input, indices_or_sections, 2, "dsplit")
 
 
+@_on_inputs_device
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """Matrices (in dims ``dim1``, ``dim2`` of the result) whose ``offset`` diagonal holds the
     last dim of ``input``."""
@@ -218,6 +220,7 @@ def _place_diagonal(input, offset, dim1, dim2):
     return movedim(square, (nd - 2, nd - 1), (d1, d2))
 
 
+@_on_inputs_device
 def diagflat(input, offset=0):
     """A 2-d matrix with the flattened input on its ``offset`` diagonal."""
     return _place_diagonal(F.reshape(input, (-1,)), offset, 0, 1)
@@ -265,6 +268,7 @@ def combinations(input, r=2, with_replacement=False):
     return input[index].reshape(len(rows), r)
 
 
+@_on_inputs_device
 def vander(x, N=None, increasing=False):
     """The Vandermonde matrix of a 1-D tensor: column j is ``x ** (N - 1 - j)`` (``increasing``:
     ``x ** j``), ``N`` columns (default: as many as elements); integer input stays integer.
@@ -288,6 +292,7 @@ def vander(x, N=None, increasing=False):
     return powers if increasing else powers.flip(1)
 
 
+@_on_inputs_device
 def block_diag(*tensors):
     """The tensors (0-, 1- or 2-D) on the diagonal of a matrix of zeros."""
     mats = []
@@ -346,25 +351,32 @@ def dstack(tensors):
     return F.cat([atleast_3d(t) for t in tensors], 2)
 
 
-def _triangle(row, col, offset, lower, dtype):
+def _triangle(row, col, offset, lower, dtype, device):
     import numpy as np
 
     if row < 0 or col < 0:
         raise RuntimeError(f"row must be non-negative, got {row}; col must be non-negative, got {col}")
     rows, cols = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
-    return tensor(np.stack([rows, cols]).astype(np.int64), dtype=_dt.to_dtype(dtype) if dtype else _dt.int64)
+    return tensor(np.stack([rows, cols]).astype(np.int64), dtype=_dt.to_dtype(dtype) if dtype else _dt.int64,
+                  device=device)
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    """The (row, col) indices of the lower triangle of a row x col matrix, a 2 x N tensor."""
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
-    return _triangle(row, col, offset, True, dtype)
+    """The (row, col) indices of the lower triangle of a row x col matrix, a 2 x N tensor (on
+    ``device``, the default device when None).
+
+    >>> import tracegrad as tg
+    >>> tg.tril_indices(2, 2)
+    tensor([[0, 1, 1],
+            [0, 0, 1]])
+    """
+    return _triangle(row, col, offset, True, dtype, device)
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    """The (row, col) indices of the upper triangle of a row x col matrix, a 2 x N tensor."""
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
-    return _triangle(row, col, offset, False, dtype)
+    """The (row, col) indices of the upper triangle of a row x col matrix, a 2 x N tensor (on
+    ``device``, the default device when None)."""
+    return _triangle(row, col, offset, False, dtype, device)
 
 
 # (last: every function above with a dim= takes axis= too, as PyTorch's)

@@ -20,6 +20,7 @@ import numbers
 
 import numpy as np
 
+from ..core.placement import on_host as _on_host
 from ..core import dtypes as _dt
 from . import functional as F
 from .composites import isnan
@@ -32,6 +33,7 @@ from .numpy_names import accept_numpy_names
 __all__ = ["searchsorted", "bucketize", "isin", "msort", "mode", "nonzero_static"]
 
 
+@_on_host
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, out=None, sorter=None):
     """For each value of ``input``, the index where it would go in ``sorted_sequence`` (sorted
     along its last dim; 1-D, or with the same leading dims as ``input``) to keep it sorted:
@@ -85,6 +87,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     return searchsorted(boundaries, input, out_int32=out_int32, right=right, out=out)
 
 
+@_on_host
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """Whether each element of ``elements`` is in ``test_elements`` (either may be a scalar)."""
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
@@ -104,6 +107,7 @@ def msort(input):
     return F.sort(input, 0)[0]
 
 
+@_on_host
 def mode(input, dim=-1, keepdim=False):
     """``(values, indices)``: the most frequent value along ``dim`` (the smallest among equally
     frequent ones) and the index of its last occurrence, as PyTorch's CPU kernel. The values

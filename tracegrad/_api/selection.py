@@ -21,6 +21,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..core.placement import on_host as _on_host, on_inputs_device as _on_inputs_device
 from . import composites as C
 from ..core import dtypes as _dt
 from . import functional as F
@@ -167,6 +168,7 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     return _written(input, lambda t: t[(slice(None),) * d + (slice(start, end, step),)], src)
 
 
+@_on_inputs_device
 def fill_diagonal_(input, fill_value, wrap=False):
     """Fill the main diagonal in place (all dims equal, or 2-dim; ``wrap``: a tall matrix's
     diagonal restarts every ``columns + 1`` rows, as NumPy's ``fill_diagonal``)."""
@@ -190,6 +192,7 @@ def aminmax(input, *, dim=None, keepdim=False):
 
 
 # ----------------------------------------------------------------------------- counting
+@_on_inputs_device
 def histc(input, bins=100, min=0, max=0):
     """Counts in ``bins`` equal-width bins over ``[min, max]`` (the data's range when both are
     0); values outside are ignored. Not differentiable, as in PyTorch."""
@@ -219,6 +222,7 @@ def _eager_values(t, what):
     return t.detach().numpy()
 
 
+@_on_host
 def bincount(input, weights=None, minlength=0):
     """How often each non-negative integer occurs in the 1-dim ``input`` (``weights``: their
     sum), at least ``minlength`` long."""
@@ -235,6 +239,7 @@ def bincount(input, weights=None, minlength=0):
     return I.SCATTER_ADD(zeros(length, dtype=dtype), tensor(values.astype(np.int64)), F.cast(weights, dtype), dim=0)
 
 
+@_on_host
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct values (in ascending order), and with ``return_inverse`` where each input
     element's value is among them, with ``return_counts`` how often each occurs; ``dim``:
@@ -252,6 +257,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return result[0] if len(result) == 1 else tuple(result)
 
 
+@_on_host
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """Each run of equal consecutive values (or slices along ``dim``) once, with the run index
     of every element (``return_inverse``) and the run lengths (``return_counts``)."""

@@ -368,11 +368,14 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
 
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None, device=None,
                  requires_grad=False, memory_format=None):
-    """Integers in [low, high) of ``input``'s shape (and dtype unless given)."""
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    """Integers in [low, high) of ``input``'s shape (and dtype unless given), on its device
+    unless ``device`` is given."""
+    from ..core.device import like_device
+
     if high is None:
         low, high = 0, low
-    return creation.randint(low, high, tuple(input.shape), generator=generator, dtype=dtype or input.dtype)
+    return creation.randint(low, high, tuple(input.shape), generator=generator, dtype=dtype or input.dtype,
+                            device=like_device(input, device))
 
 
 # every public function defined here

@@ -50,7 +50,7 @@ def _infer_nested(data, dim=0):
 
 def _flatten(data):
     if isinstance(data, Tensor):
-        return data.detach().numpy()
+        return data.detach().cpu().numpy()
     if isinstance(data, (list, tuple)):
         return [_flatten(x) for x in data]
     return data
@@ -71,7 +71,10 @@ def _wrap(array, dtype, requires_grad=False, dev=_CPU):
 
 
 def tensor(data, dtype=None, requires_grad=False, device=None):
-    """Create a tensor by copying ``data`` (numbers, nested lists, ndarrays or tensors)."""
+    """Create a tensor by copying ``data`` (numbers, nested lists, ndarrays or tensors); a
+    tensor's copy stays on its device unless ``device`` is given, as in PyTorch."""
+    if device is None and isinstance(data, Tensor):
+        device = data.device
     dev = _check_device(device)  # (the CPU or cuda; others raise: core/device.py)
     shape, cat = _infer_nested(data)
     if dtype is not None:
@@ -304,6 +307,7 @@ def _values(x):
     return x._value if isinstance(x, Tensor) else np.asarray(x)
 
 
+@_placement.on_host
 def bernoulli(input, p=None, generator=None):
     """1 with probability ``input`` (or ``p``), else 0, elementwise, in ``input``'s dtype."""
     g = generator or default_generator
@@ -314,6 +318,7 @@ def bernoulli(input, p=None, generator=None):
     return _random(probs.shape, dt, False, lambda s: (g.rng.random(s) < probs))
 
 
+@_placement.on_host
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires_grad=False):
     """Samples of N(mean, std^2): tensors broadcast together, or numbers with ``size``."""
     g = generator or default_generator
@@ -326,6 +331,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires
     return _random(shape, dt, requires_grad, lambda s: g.rng.normal(m, sd, s))
 
 
+@_placement.on_host
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """``num_samples`` category indices per row of ``input`` (non-negative weights), drawn with
     or without replacement."""
@@ -343,6 +349,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     return _random(w.shape[:-1] + (num_samples,), _dt.int64, False, picks.reshape)
 
 
+@_placement.on_host
 def poisson(input, generator=None):
     """Samples of Poisson(rate) for each rate of ``input``, in its dtype."""
     g = generator or default_generator
@@ -367,7 +374,9 @@ def seed_tensor():
     tracer = trace.current_tracer()
     if tracer is not None:
         return Tensor._make(tracer.seed_input(), _dt.int64)
-    return Tensor._make(np.asarray(default_generator.next_seed(), dtype=np.int64), _dt.int64)
+    # (on the default device: a random op whose only input is its seed runs where the seed is,
+    # so dropout's mask is made on cuda inside a composite following a cuda input)
+    return _wrap(np.asarray(default_generator.next_seed(), dtype=np.int64), _dt.int64, False, _check_device(None))
 
 
 def legacy_tensor(*args, device=None):

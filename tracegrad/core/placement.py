@@ -54,7 +54,19 @@ def resolve(dev) -> "_device":
 
 
 def device_of(value) -> "_device":
-    return CUDA0 if value.__class__ is DeviceArray else CPU
+    """Where ``value`` (a tensor's ``_value``) lives. A value being traced (an IR value) is on
+    the device of the trace: cuda when the compiled call's tensors are (the program is then a
+    CUDA one, compiler/backends/cuda/device_programs.py), so ``x.device`` inside a compiled
+    function reads as it does eagerly and ``tg.zeros(n, device=x.device)`` there is made where
+    ``x`` is."""
+    if value.__class__ is DeviceArray:
+        return CUDA0
+    if value.__class__ is np.ndarray:
+        return CPU
+    from . import tracing
+
+    tracer = tracing.current_tracer()
+    return CPU if tracer is None else tracer.device
 
 
 def mixed_devices_error(first, second) -> RuntimeError:
@@ -128,6 +140,84 @@ def on_device_of(t, fn, *args):
         return fn(*args)
     finally:
         set_default_device(previous)
+
+
+def _has_device_tensor(args, kwargs) -> bool:
+    for a in (*args, *kwargs.values()):
+        if getattr(a, "_value", None).__class__ is DeviceArray:
+            return True
+        if a.__class__ in (list, tuple):
+            for b in a:
+                if getattr(b, "_value", None).__class__ is DeviceArray:
+                    return True
+    return False
+
+
+def _call_on_inputs_device(fn, args, kwargs):
+    if not _state["active"]:  # (no cuda tensor exists yet: the CPU path pays this one test)
+        return fn(*args, **kwargs)
+    if not _has_device_tensor(args, kwargs):
+        return fn(*args, **kwargs)
+    from .device import get_default_device, set_default_device
+
+    previous = get_default_device()
+    set_default_device(CUDA0)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        set_default_device(previous)
+
+
+def on_inputs_device(fn):
+    """Decorate a composite that makes helper tensors with plain factories (``arange``,
+    ``zeros``, ``tensor(...)``, ``eye``...): called with a cuda tensor among its arguments (or
+    in a list or tuple argument), it runs with the default device set to cuda, so its helpers
+    land where its inputs are instead of raising the mixed-devices error. The one rule for
+    every such composite, as ``on_device_of`` is for backward rules.
+
+    >>> import tracegrad as tg
+    >>> on_inputs_device(tg.cummax).__name__
+    'cummax'
+    """
+    return _wrapped(fn, _call_on_inputs_device)
+
+
+def _call_on_host(fn, args, kwargs):
+    if not _state["active"] or not _has_device_tensor(args, kwargs):
+        return fn(*args, **kwargs)
+    from . import pytree
+
+    def host(x):
+        return move(x, CPU) if getattr(x, "_value", None).__class__ is DeviceArray else x
+
+    leaves, spec = pytree.flatten((args, kwargs))
+    args, kwargs = pytree.unflatten(spec, [host(x) for x in leaves])
+    leaves, spec = pytree.flatten(fn(*args, **kwargs))
+    return pytree.unflatten(spec, [move(x, CUDA0) if getattr(x, "_value", None).__class__ is np.ndarray
+                                   and hasattr(x, "_dtype") else x for x in leaves])
+
+
+def on_host(fn):
+    """Decorate a function computed on the host by design (NumPy algorithms, results whose
+    shape depends on the values: ``unique``, ``histogram``, ``mode``...): called with cuda
+    tensors, it runs on host copies of them and its tensor results are copied to the device,
+    as eager ops without a CUDA lowering do (differentiable copies: gradients flow back)."""
+    return _wrapped(fn, _call_on_host)
+
+
+def _wrapped(fn, call):
+    """``fn`` behind ``call(fn, args, kwargs)``, built over ``fn``'s own module globals so that
+    doctest still finds ``fn``'s examples in its module (doctest skips functions whose globals
+    are another module's)."""
+    import functools
+    import types
+
+    def wrapper(*args, **kwargs):
+        return call(fn, args, kwargs)
+
+    out = types.FunctionType(wrapper.__code__, getattr(fn, "__globals__", globals()), fn.__name__, None,
+                             wrapper.__closure__)
+    return functools.update_wrapper(out, fn)
 
 
 # ----------------------------------------------------------------------------- copies

@@ -183,8 +183,16 @@ class TensorBase:
 
     @property
     def device(self):
-        """The CPU, or cuda:0 for a tensor whose data is in device memory (core/storage.py)."""
-        return _CUDA0 if self._value.__class__ is _DeviceArray else _CPU
+        """The CPU, or cuda:0 for a tensor whose data is in device memory (core/storage.py);
+        a value being traced is on the device its program runs on (placement.device_of)."""
+        v = self._value.__class__
+        if v is _DeviceArray:
+            return _CUDA0
+        if v is np.ndarray:
+            return _CPU
+        from .placement import device_of  # (at call time: placement's functions import this module)
+
+        return device_of(self._value)
 
     def is_floating_point(self):
         return self._dtype.is_floating_point

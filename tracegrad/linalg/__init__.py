@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
+from ..core.placement import on_inputs_device as _on_inputs_device
 from ..core.dtypes import finfo
 from .. import amp as _amp
 from .._api import functional as F
@@ -76,6 +77,7 @@ def _nonsingular(A):
     return info, F.where(singular, eye(A.shape[-1], dtype=A.dtype), A), singular
 
 
+@_on_inputs_device
 @_amp.float32
 def inv_ex(A, *, check_errors=False):
     """``inv`` that also returns ``info`` (int32 per matrix: 0, or LU's 1-based index of the
@@ -214,6 +216,7 @@ def cholesky(A, *, upper=False):
     return F.transpose(lower, -2, -1) if upper else lower
 
 
+@_on_inputs_device
 @_amp.float32
 def cholesky_ex(A, *, upper=False, check_errors=False):
     """``cholesky`` that also returns ``info`` (int32 per matrix: 0, or the order of the first
@@ -524,6 +527,7 @@ def cholesky_solve(B, L_factor, upper=False):
     return solve_triangular(F.transpose(lower, -2, -1), y, upper=True)
 
 
+@_on_inputs_device
 @_amp.float32
 def cholesky_inverse(L_factor, upper=False):
     """The inverse of ``A = L L^T`` (``upper``: ``U^T U``) from its Cholesky factor."""
@@ -609,6 +613,7 @@ _PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353
 _THETA13 = 5.371920351148152
 
 
+@_on_inputs_device
 def matrix_exp(A):
     """``exp(A)`` of each square matrix: the [13/13] Pade approximant of ``A / 2^s``, squared
     ``s`` times, with ``s`` from the largest 1-norm of the batch (read eagerly: inside a
@@ -697,6 +702,7 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     return A.diagonal(offset, dim1, dim2)
 
 
+@_on_inputs_device
 def vander(x, *, N=None):
     """The Vandermonde matrix of ``x`` along its last dim: columns ``x^0, x^1, ..., x^(N-1)``."""
     if x.ndim < 1:

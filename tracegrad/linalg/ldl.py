@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from ..core.placement import on_inputs_device as _on_inputs_device
 from ..core import dtypes as _dt
 from .._api import functional as F
 from ..autograd.function import Function
@@ -50,6 +51,7 @@ def _without_derivative(name, out, *inputs):
     return out
 
 
+@_on_inputs_device
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
     """``ldl_factor`` that also returns ``info`` (int32 per matrix: 0, or the 1-based index of
     the first 1 x 1 block of D that is exactly zero: the matrix is singular; the factorization

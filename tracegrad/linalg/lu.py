@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from ..core.placement import on_inputs_device as _on_inputs_device
 from .. import amp as _amp
 from ..core import dtypes as _dt
 from .._api import functional as F
@@ -80,6 +81,7 @@ def lu_factor(A, *, pivot=True):
     return lu_factor_result(*_factor(A, check=True))
 
 
+@_on_inputs_device
 def lu_factor_ex(A, *, pivot=True, check_errors=False):
     """``lu_factor`` that also returns ``info`` (int32, per matrix): 0, or the 1-based index of
     the first pivot that is exactly zero (the matrix is singular; the factorization is still
@@ -127,6 +129,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     return lu_unpack_result(p, *_lu.unit_lower_and_upper(LU_data, k))
 
 
+@_on_inputs_device
 def lu(A, *, pivot=True):
     """``A = P L U`` for each matrix (m x n, k = min(m, n)): ``P`` (m x m) a permutation, ``L``
     (m x k) unit lower triangular, ``U`` (k x n) upper triangular; singular matrices factor too.

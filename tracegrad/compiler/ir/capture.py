@@ -103,6 +103,7 @@ def trace_function(fn, args, kwargs, name=None, extra_guards=(), tracer_cls=Trac
             symbolic.append(symbolic[same[i]])
             continue
         if isinstance(x, Tensor):
+            tracer.note_device(x)
             v = graph.add_input(tuple(x.shape), x.dtype, f"arg {cap.arg_names[i]}")
             s = Tensor._make(v, x.dtype)
             s._requires_grad = x.requires_grad

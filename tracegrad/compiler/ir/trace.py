@@ -10,6 +10,10 @@ from __future__ import annotations
 from ...core.tracing import (GraphBreak, _state, _TraceState, _user_location,  # noqa: F401
                              current_tracer, graph_break, paused, tracing)
 
+from ...core.device import CPU, CUDA0
+from ...core.storage import DeviceArray
+
+
 class Lifted:
     """A user tensor read by the traced function, bound at every call by ``where``:
     ("data", tensor) its storage, ("grad", tensor) the storage of its .grad, or
@@ -24,6 +28,10 @@ class Lifted:
 
 
 class Tracer:
+    # the device the traced program runs on: cuda once a tensor it reads (an argument or a
+    # lifted one) is a cuda tensor; what ``Tensor.device`` says of the values traced here
+    device = CPU
+
     def __init__(self, graph):
         self.graph = graph
         self.lifted = []  # [Lifted], in order of first use
@@ -70,12 +78,18 @@ class Tracer:
                         "compiled programs do not propagate the tangents of tensors passed in")
         where = self._grad_owner.get(id(t), ("data", t))
         label = "lifted" if where[0] == "data" else "lifted grad"
+        self.note_device(t)
         value = self.graph.add_input(tuple(t.shape), t.dtype, label)
         entry = Lifted(t, value, where)
         self.lifted.append(entry)
         self._shadow[id(t._value)] = value
         self._owner[id(t._value)] = entry
         return value
+
+    def note_device(self, t):
+        """Tensor ``t`` is read by the trace: a cuda one makes the trace's device cuda."""
+        if t._value.__class__ is DeviceArray:
+            self.device = CUDA0
 
     def record(self, op, inputs, attrs, shape, dtype):
         values = [self.value_of(t) for t in inputs]

@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from ...core.placement import on_inputs_device as _on_inputs_device
 from ... import amp as _amp
 from ...core import dtypes as _dt
 from ..._api import functional as T
@@ -480,6 +481,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return out
 
 
+@_on_inputs_device
 def pad(input, pad, mode="constant", value=None):
     """Pad the last dims: ``pad`` is (left, right[, top, bottom, ...]) pairs, last dim first,
     as in PyTorch; negative sizes crop. ``mode``: ``"constant"`` (``value``, default 0),
@@ -550,9 +552,10 @@ def _pad_constant(input, pad, value):
         if lo or hi:
             parts = []
             shape = list(out.shape)
+            fill = out.new_tensor(0 if value is None else value)  # (0-dim, on out's device)
             for n in (lo, hi):
                 shape[d] = n
-                parts.append(T.expand(T.to_tensor(0 if value is None else value, out.dtype), tuple(shape)))
+                parts.append(T.expand(fill, tuple(shape)))
             out = T.cat([parts[0], out, parts[1]], d)
     return out
 
@@ -620,6 +623,7 @@ def _check_dropout_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+@_on_inputs_device
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)``. The mask
     comes from the ``dropout_mask`` op seeded from ``tg.manual_seed``'s generator."""
@@ -778,6 +782,7 @@ def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, name):
     return x, unbatched, geo, (oh, ow)
 
 
+@_on_inputs_device
 @named_backward("MaxPool2DWithIndicesBackward0")
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
@@ -815,6 +820,7 @@ def _window_positions(h, w, geo, out):
     return flat.reshape(kh * kw, out[0] * out[1]).astype(np.int64)
 
 
+@_on_inputs_device
 @named_backward("AvgPool2DBackward0")
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
@@ -936,6 +942,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return T.squeeze(out, -2)
 
 
+@_on_inputs_device
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     out = max_pool2d(_as_2d(input, "max_pool1d"), _one(kernel_size, "kernel_size", 1),
@@ -946,6 +953,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return T.squeeze(out, -2)
 
 
+@_on_inputs_device
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     out = avg_pool2d(_as_2d(input, "avg_pool1d"), _one(kernel_size, "kernel_size", 1),
                      None if stride is None else _one(stride, "stride", 1), _one(padding, "padding", 0),

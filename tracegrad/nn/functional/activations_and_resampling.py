@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from ...core.placement import on_inputs_device as _on_inputs_device
 from ... import amp as _amp
 from ..._api import functional as T
 from ...core import dtypes
@@ -167,6 +168,7 @@ def _sizes(output_size, k, input):
     return [input.shape[input.ndim - k + i] if s is None else int(s) for i, s in enumerate(sizes)]
 
 
+@_on_inputs_device
 def adaptive_avg_pool1d(input, output_size):
     """Averages over ``output_size`` windows of the last dim, as PyTorch's (windows overlap
     when the size does not divide)."""
@@ -174,12 +176,14 @@ def adaptive_avg_pool1d(input, output_size):
     return _resample(input, [_adaptive_matrix(input.shape[-1], n)])
 
 
+@_on_inputs_device
 def adaptive_avg_pool2d(input, output_size):
     """Averages over an ``output_size`` grid of windows of the last two dims."""
     h, w = _sizes(output_size, 2, input)
     return _resample(input, [_adaptive_matrix(input.shape[-2], h), _adaptive_matrix(input.shape[-1], w)])
 
 
+@_on_inputs_device
 def adaptive_avg_pool3d(input, output_size):
     """Averages over an ``output_size`` grid of windows of the last three dims."""
     sizes = _sizes(output_size, 3, input)
@@ -233,6 +237,7 @@ def _interp_matrix(n_in, n_out, scale, mode, align_corners):
     return m
 
 
+@_on_inputs_device
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dims (all but the first two) to ``size``, or by ``scale_factor``:
@@ -323,6 +328,7 @@ def pixel_unshuffle(input, downscale_factor):
     return T.reshape(x, (*lead, c * r * r, h // r, w // r))
 
 
+@_on_inputs_device
 def _feature_dropout(input, p, training, inplace, channel_dims):
     """Zero whole channels, the leading ``channel_dims`` dims indexing them, with probability
     ``p``, scaling the rest by ``1 / (1 - p)`` (PyTorch's feature dropout)."""

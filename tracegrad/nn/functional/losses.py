@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from ...core.placement import on_inputs_device as _on_inputs_device
 from ... import amp as _amp
 from ..._api import functional as T
 from ..._api.composites import norm
@@ -218,6 +219,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _reduce(T.squeeze(loss, 0) if unbatched else loss, reduction)
 
 
+@_on_inputs_device
 @_amp.float32
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``sum over targets j and non-targets i of max(0, 1 - (x[j] - x[i])) / C`` per sample;

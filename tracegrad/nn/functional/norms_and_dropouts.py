@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.placement import on_inputs_device as _on_inputs_device
 from ...core import creation
 from ...core import dtypes as _dt
 from ..._api import functional as T
@@ -41,6 +42,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     return out if weight is None else T.mul(out, weight)
 
 
+@_on_inputs_device
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     """``x / (k + alpha * mean of x^2 over size neighbouring channels)^beta``; the window is
     zero-padded by ``size // 2`` channels before and ``(size - 1) // 2`` after, as PyTorch's."""
@@ -86,6 +88,7 @@ def channel_shuffle(input, groups):
 
 native_channel_shuffle = channel_shuffle  # (PyTorch's name of the same function)
 
+@_on_inputs_device
 def pdist(input, p=2):
     """The p-norm distances between the rows of an ``(N, M)`` input, for each pair ``i < j``
     in row-major order (``N (N - 1) / 2`` of them)."""
@@ -98,6 +101,7 @@ def pdist(input, p=2):
     return norm(T.sub(rows(i), rows(j)), p, -1)
 
 
+@_on_inputs_device
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
                   padding_idx=None):
@@ -160,6 +164,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 
 
 # ----------------------------------------------------------------------------- randomness
+@_on_inputs_device
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels (dim 1 of ``(N, C, L)``, dim 0 of ``(C, L)``) with probability
     ``p``, scaling the rest by ``1 / (1 - p)``."""
@@ -175,6 +180,7 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 _SELU_ALPHA_PRIME = 1.7580993408473766  # -SELU's scale * alpha: the value SELU saturates to
 
 
+@_on_inputs_device
 def _alpha_dropout(input, p, training, inplace, mask_shape):
     _check_dropout_p(p)
     if not training or p == 0.0:
@@ -208,6 +214,7 @@ def _uniform(like, low, high, dtype=None):
                            high=float(high), dtype=dtype or like.dtype)
 
 
+@_on_inputs_device
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     """``softmax((logits + g) / tau)`` with Gumbel noise ``g = -log(E)``, ``E`` exponential;
     ``hard`` gives the one-hot of its maximum, with the soft sample's gradient

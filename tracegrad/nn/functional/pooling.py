@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.placement import on_inputs_device as _on_inputs_device
 from ... import amp as _amp
 from ..._api import functional as T
 from ...ops import index as I
@@ -40,6 +41,7 @@ def _adaptive_windows(n_in, n_out):
     return table.astype(np.int64).reshape(n_out, k)
 
 
+@_on_inputs_device
 def _adaptive_max(input, output_size, k, return_indices, name):
     from .activations_and_resampling import _sizes
 
@@ -102,6 +104,7 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     return adaptive_max_pool3d(input, output_size, True)
 
 
+@_on_inputs_device
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
     from . import max_pool1d
@@ -109,6 +112,7 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+@_on_inputs_device
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
     from . import max_pool2d
@@ -121,6 +125,7 @@ def _lp(pooled, norm_type, count):
     return T.pow(T.mul(T.mul(T.sign(pooled), T.relu(T.abs(pooled))), count), 1.0 / norm_type)
 
 
+@_on_inputs_device
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """``(sum over each window of x^p)^(1/p)``, as PyTorch's: an average pool of ``x^p``
     scaled back by the window size."""
@@ -130,6 +135,7 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return _lp(avg_pool1d(T.pow(input, norm_type), kernel_size, stride, 0, ceil_mode), norm_type, k)
 
 
+@_on_inputs_device
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """``(sum over each window of x^p)^(1/p)`` over 2-D windows."""
     from . import _pair, avg_pool2d
@@ -157,6 +163,7 @@ def _unpool_size(input, kernel, stride, padding, output_size):
     return list(output_size)
 
 
+@_on_inputs_device
 def _max_unpool(input, indices, kernel, stride, padding, output_size):
     """Each input value written at its index of the flattened output plane, zeros elsewhere
     (the inverse of max pooling with ``return_indices``). Overlapping windows repeat one
@@ -219,11 +226,13 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
                        _triple(padding), output_size)
 
 
+@_on_inputs_device
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+@_on_inputs_device
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """``(sum over each window of x^p)^(1/p)`` over 3-D windows."""
     kd, kh, kw = _triple(kernel_size)
@@ -333,6 +342,7 @@ def _to_volume(t, geometry, unbatched):
     return T.squeeze(out, 0) if unbatched else out
 
 
+@_on_inputs_device
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Max over 3-D windows: max_pool2d of each kernel depth's planes, then the first maximum
@@ -369,6 +379,7 @@ def _window_counts(size, k, s, p, out, include_pad):
     return np.minimum(start + k, size) - np.maximum(start, 0)
 
 
+@_on_inputs_device
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """Mean over 3-D windows: window sums (avg_pool2d sums of each kernel depth's planes,
