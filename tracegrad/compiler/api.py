@@ -17,6 +17,7 @@ import threading
 import warnings
 
 from ..core import pytree
+from ..core.storage import allocated as _device_allocated
 from .._logging import enabled as _log_enabled
 from .._logging import log as _log
 from .._logging import switch as _log_switch
@@ -180,9 +181,13 @@ def capture_program(fn, args, kwargs, backend, options=None, name=None, extra_gu
     options = dict(options or {})
     backend_options = {k: v for k, v in options.items() if k not in CORE_OPTIONS}
     c = capture_graphs(fn, args, kwargs, options, name, extra_guards)
-    from .backends.cuda import device_programs
+    on_device = False
+    # (no device buffer was ever made: no cuda tensor exists, and the CUDA backend stays unimported,
+    # ~70 ms of a CPU process's first compile)
+    if _device_allocated()[2]:
+        from .backends.cuda import device_programs
 
-    on_device = device_programs.on_device(c.cap, args, kwargs)  # (cuda tensors: the CUDA backend)
+        on_device = device_programs.on_device(c.cap, args, kwargs)  # (cuda tensors: the CUDA backend)
     if on_device and backend != "interpreter":
         backend = "cuda"
     if c.cap.changed_while_tracing:  # it runs once (CompiledFunction._capture_once): no C build
@@ -199,6 +204,8 @@ def capture_program(fn, args, kwargs, backend, options=None, name=None, extra_gu
     exe = _build(backend, forward if forward is not None else graph, fwd_options)
     bexe = _build(backend, backward, backend_options) if backward is not None else None
     if on_device:  # (an interpreter fallback copies device arrays over and back)
+        from .backends.cuda import device_programs
+
         exe, bexe = device_programs.wrap(exe), device_programs.wrap(bexe)
     prog = Program(c.cap, backend, graph, forward, backward, grad_positions=c.positions,
                    executable=exe, backward_executable=bexe, saved_choice=c.choice,
