@@ -21,6 +21,7 @@ keep it inside too: ``links`` is asked by ``build`` alone.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 from ...cache import get_or_build, lookup, make_key
 from . import toolchain
@@ -30,7 +31,7 @@ THEMES = ("gemm",)
 TEMPLATE = "runtime_object.c.j2"  # (rendered by the package's render_template, with THEMES)
 
 
-def links(plans, options):
+def links(plans: Sequence, options: dict | None) -> bool:
     """Whether a program of ``plans`` built with ``options`` links the runtime object: when
     its kernels call a theme of THEMES, BLAS is allowed and the compile cache is in use (the
     object is kept there)."""
@@ -41,13 +42,13 @@ def links(plans, options):
 
 
 @functools.lru_cache(maxsize=None)
-def _key(text, flag_list, cc_version):
+def _key(text: str, flag_list: tuple[str, ...], cc_version: str) -> str:
     """The cache key of the runtime object of source ``text`` for this compiler and flags."""
     return make_key({"runtime_object": text, "cc": cc_version, "flags": list(flag_list),
                      "cpu": toolchain.cpu_features()})
 
 
-def path(text, flag_list, cc_version):
+def path(text: str, flag_list: tuple[str, ...], cc_version: str) -> str:
     """The path of the runtime object of source ``text`` for this compiler and these flags (a
     tuple), built on first use and kept in the compile cache."""
     def build(tmpdir):
@@ -57,7 +58,8 @@ def path(text, flag_list, cc_version):
     return str(built)
 
 
-def compile_linked(source, workdir, flag_list, cc_version, runtime_source):
+def compile_linked(source: str, workdir: str, flag_list: tuple[str, ...], cc_version: str,
+                   runtime_source: str) -> str:
     """Compile program ``source`` into ``workdir/program.so`` linked with the runtime object
     of ``runtime_source``; returns its path. Where the object is not built yet (the first such
     program of a cache directory), it is built while the program compiles, and the two are

@@ -16,6 +16,7 @@ import os
 import platform
 import shutil
 import tempfile
+from collections.abc import Sequence
 from typing import NamedTuple
 
 # -fno-trapping-math: without it GCC will not turn a float select (``x > c ? y : z``, as in
@@ -191,22 +192,22 @@ def _libraries(flag_list):
     return ["-lm", "-lmvec"] if MVEC_FLAG in flag_list else ["-lm"]
 
 
-def compile_shared(source, workdir, flag_list, objects=()):
+def compile_shared(source: str, workdir: str, flag_list: Sequence[str], objects: Sequence[str] = ()) -> str:
     """Compile C ``source`` to ``workdir/program.so``, linked with the object files ``objects``
     (runtime_object.py); returns its path."""
-    src = _write(source, workdir, "program.c")
-    return _run(list(flag_list), [src, *objects], os.path.join(workdir, "program.so"), flag_list)
+    return link_shared([_write(source, workdir, "program.c"), *objects], workdir, flag_list)
 
 
-def compile_object(source, workdir, flag_list, name="runtime"):
+def compile_object(source: str, workdir: str, flag_list: Sequence[str], name: str = "runtime") -> str:
     """Compile C ``source`` to the object file ``workdir/<name>.o`` (position-independent, as
     the shared objects it is linked into); returns its path."""
     src = _write(source, workdir, f"{name}.c")
     return _run([f for f in flag_list if f != "-shared"] + ["-c"], [src], os.path.join(workdir, f"{name}.o"))
 
 
-def link_shared(objects, workdir, flag_list):
-    """Link the object files ``objects`` into ``workdir/program.so``; returns its path."""
+def link_shared(objects: Sequence[str], workdir: str, flag_list: Sequence[str]) -> str:
+    """Link ``objects`` (object files, or C sources compiled on the way) into
+    ``workdir/program.so``, with the libraries ``flag_list`` needs; returns its path."""
     return _run(list(flag_list), list(objects), os.path.join(workdir, "program.so"), flag_list)
 
 

@@ -26,7 +26,9 @@ import os
 import shutil
 import subprocess
 import threading
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -311,7 +313,7 @@ def _device_input(a, dtype):
     return out
 
 
-def run_program(lib, arrays, name):
+def run_program(lib: Any, arrays: Sequence, name: str) -> None:
     """Call a loaded program's ``tg_cuda_run`` with the device pointers of ``arrays``."""
     ffi = _ffi_instance()
     ptrs = ffi.new("void *[]", max(len(arrays), 1))
@@ -323,6 +325,6 @@ def run_program(lib, arrays, name):
         raise RuntimeError(f"the CUDA program {name} failed with CUDA error {rc}")
 
 
-def load(so_path):
+def load(so_path: str | os.PathLike) -> Any:
     """A built program's library (its ``tg_cuda_run``)."""
     return _ffi_instance().dlopen(str(so_path))

@@ -14,6 +14,8 @@ is slow).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
@@ -41,7 +43,7 @@ def on_device(cap, args, kwargs) -> bool:
     return True
 
 
-def wrap(exe):
+def wrap(exe: Any) -> Any:
     """``exe`` for device arrays: itself when it is a CUDA program, else a HostRoundTrip."""
     from . import CudaExecutable
 
