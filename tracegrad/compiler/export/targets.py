@@ -115,7 +115,7 @@ def printed(prints) -> list[str]:
 
 def target_for(backend: str) -> CTarget:
     """The target of ``tg.export(..., backend=backend)``."""
-    from .cuda import CudaTarget
+    from .cuda import CudaTarget  # (here: cuda.py imports this module for CTarget)
 
     targets = {"c": CTarget, "cuda": CudaTarget}
     if backend not in targets:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core import dtypes
-from ..backends.c.lower import is_view, matmul_work
+from ..backends.c.lower import Plan, is_view, matmul_work
 
 # bytes of the C types a plan's buffers and loads use: each dtype's c_type and itemsize
 _CTYPE_BYTES = {d.c_type: d.itemsize for d in dtypes.ALL}
@@ -45,7 +45,7 @@ class KernelInfo:
     end_line: int
 
 
-def describe(plan, source: str) -> list[KernelInfo]:
+def describe(plan: Plan, source: str) -> list[KernelInfo]:
     """A KernelInfo per kernel of ``plan`` (lower.Plan), located in ``source`` (its render)."""
     spans = kernel_lines(source, len(plan.kernels))
     origins = getattr(plan, "kernel_nodes", None)

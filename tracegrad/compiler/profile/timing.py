@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..backends import c as cbackend
-from ..backends.c.lower import lower
+from ..backends.c.lower import Plan, lower
 from ..backends.c.symbolic import DynamicCExecutable
 from .kernels import KernelInfo, describe
 
@@ -65,7 +65,7 @@ _OTHER = {"interpreter": "the interpreter's (backend='interpreter', or a graph t
                         "cannot build: see its warning)", "cuda": "a CUDA program"}
 
 
-def timed_variant(exe):
+def timed_variant(exe: object) -> tuple[cbackend.CExecutable, Plan]:
     """(the timed executable, its plan) of C executable ``exe``; ProfileError when ``exe`` is
     not one."""
     if isinstance(exe, DynamicCExecutable) or not isinstance(exe, cbackend.CExecutable):
@@ -80,7 +80,7 @@ def timed_variant(exe):
     return timed, lower(exe.graph, timed.options)
 
 
-def measure(name: str, exe, inputs: list, repeat: int, warmup: int) -> Timed:
+def measure(name: str, exe: cbackend.CExecutable, inputs: list, repeat: int, warmup: int) -> Timed:
     """Time C executable ``exe`` (its timed variant) called on ``inputs``."""
     timed, plan = timed_variant(exe)
     kernels = describe(plan, timed.source)
