@@ -223,10 +223,10 @@ def test_nn_layers_take_device_cuda_and_the_default_device(emulate):
         tg.set_default_device(None)
     assert nn.Linear(3, 2).weight.device.type == "cpu"
     with pytest.raises(NotImplementedError, match="make it on the CPU and move it"):
-        tg.range(0, 3, device="cuda")  # (an API still making CPU tensors only: refused, never silent)
+        tg.empty_strided((2, 2), (1, 2), device="cuda")  # (an API still making CPU tensors only: refused)
 
 
-def test_tril_triu_indices_and_make_tensor_take_device_cuda(emulate):
+def test_tril_triu_indices_windows_range_asarray_and_make_tensor_take_device_cuda(emulate):
     for fn in (tg.tril_indices, tg.triu_indices):
         got = fn(4, 3, -1, device="cuda")
         assert got.device.type == "cuda" and got.cpu().tolist() == fn(4, 3, -1).tolist()
@@ -235,6 +235,11 @@ def test_tril_triu_indices_and_make_tensor_take_device_cuda(emulate):
         assert tg.tril_indices(2, 2).device.type == "cuda"  # (None: the default device, as PyTorch's)
     finally:
         tg.set_default_device(None)
+    for make in (lambda d: tg.range(0, 3, device=d), lambda d: tg.hann_window(5, device=d),
+                 lambda d: tg.kaiser_window(4, device=d), lambda d: tg.asarray([1.0, 2.0], device=d),
+                 lambda d: tg.asarray([1.0, 2.0], device=d, copy=True)):
+        got = make("cuda")
+        assert got.device.type == "cuda" and got.cpu().tolist() == make(None).tolist()
     tg.manual_seed(0)
     want = tg.testing.make_tensor(2, 3, dtype=tg.float32, low=-1, high=1)
     tg.manual_seed(0)

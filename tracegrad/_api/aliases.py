@@ -20,7 +20,6 @@ from . import functional as F
 from .. import linalg as _linalg
 from ..core.creation import tensor
 from ..nn import functional as _nnf
-from ..core.device import check_device as _check_device
 
 __all__ = ["multiply", "subtract", "negative", "swapdims", "detach", "real", "is_floating_point",
            "is_complex", "is_nonzero", "is_same_size", "is_signed", "matrix_exp", "matrix_power",
@@ -109,7 +108,7 @@ def unravel_index(indices, shape):
 
 
 # ----------------------------------------------------------------------------- windows
-def _window(window_length, periodic, dtype, requires_grad, formula):
+def _window(window_length, periodic, dtype, requires_grad, formula, device):
     """``formula(n, N)`` over n = 0..N-1, N the length (one more when ``periodic``, the last
     value then dropped: the window of a periodic signal), PyTorch's float dtype rules."""
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
@@ -122,40 +121,35 @@ def _window(window_length, periodic, dtype, requires_grad, formula):
     else:
         size = window_length + 1 if periodic else window_length
         values = formula(np.arange(window_length, dtype=np.float64), size)
-    return tensor(values.astype(dt.np), dtype=dt, requires_grad=requires_grad)
+    return tensor(values.astype(dt.np), dtype=dt, requires_grad=requires_grad, device=device)
 
 
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
                 requires_grad=False):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     return _window(window_length, periodic, dtype, requires_grad,
-                   lambda n, size: 0.5 - 0.5 * np.cos(2 * math.pi * n / (size - 1)))
+                   lambda n, size: 0.5 - 0.5 * np.cos(2 * math.pi * n / (size - 1)), device)
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None,
                    device=None, pin_memory=False, requires_grad=False):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     return _window(window_length, periodic, dtype, requires_grad,
-                   lambda n, size: alpha - beta * np.cos(2 * math.pi * n / (size - 1)))
+                   lambda n, size: alpha - beta * np.cos(2 * math.pi * n / (size - 1)), device)
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
                     requires_grad=False):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     return _window(window_length, periodic, dtype, requires_grad,
                    lambda n, size: (0.42 - 0.5 * np.cos(2 * math.pi * n / (size - 1))
-                                    + 0.08 * np.cos(4 * math.pi * n / (size - 1))))
+                                    + 0.08 * np.cos(4 * math.pi * n / (size - 1))), device)
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
                     requires_grad=False):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     return _window(window_length, periodic, dtype, requires_grad,
-                   lambda n, size: 1 - np.abs(2 * n / (size - 1) - 1))
+                   lambda n, size: 1 - np.abs(2 * n / (size - 1) - 1), device)
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
                   pin_memory=False, requires_grad=False):
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     return _window(window_length, periodic, dtype, requires_grad,
-                   lambda n, size: np.i0(beta * np.sqrt(1 - (2 * n / (size - 1) - 1) ** 2)) / np.i0(beta))
+                   lambda n, size: np.i0(beta * np.sqrt(1 - (2 * n / (size - 1) - 1) ** 2)) / np.i0(beta), device)

@@ -246,13 +246,12 @@ def rsub(input, other, alpha=1):
 def range(start=0, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False):
     """``start`` to ``end`` *inclusive* by ``step``, in the default float dtype (deprecated in
     PyTorch for ``arange``)."""
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
     if end is None:
         start, end = 0, start
     count = int(np.floor((end - start) / step)) + 1
     values = start + step * np.arange(max(count, 0), dtype=np.float64)
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
-    return creation.tensor(values.astype(dt.np), dtype=dt, requires_grad=requires_grad)
+    return creation.tensor(values.astype(dt.np), dtype=dt, requires_grad=requires_grad, device=device)
 
 
 def fill(input, value):
@@ -341,11 +340,12 @@ def is_inference(input):
 # ----------------------------------------------------------------------------- creation
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """A tensor of ``obj``, sharing a NumPy array's or a tensor's memory where the dtype allows
-    and ``copy`` is not True."""
-    _check_device(device)  # (a device other than the CPU raises: core/device.py)
+    and ``copy`` is not True; on ``device`` when given (a copy when it is elsewhere)."""
     if copy:
-        return creation.tensor(obj, dtype=dtype, requires_grad=requires_grad)
+        return creation.tensor(obj, dtype=dtype, requires_grad=requires_grad, device=device)
     result = creation.as_tensor(obj, dtype=dtype)
+    if device is not None:
+        result = result.to(device)
     return result.requires_grad_() if requires_grad else result
 
 
