@@ -132,7 +132,7 @@ def render_launcher(plan, name: str) -> tuple[str, int]:
     bytes).
     ``args``: the inputs' device pointers, the constants' host arrays, the outputs' device
     pointers (the wrapper's order); every other buffer is a slice of ``ws``."""
-    from ..backends.cuda import PRELUDE
+    from ..backends.cuda import PRELUDE, launch_lines
 
     offsets, total = {}, 0
     for b in plan.buffers:
@@ -150,7 +150,6 @@ def render_launcher(plan, name: str) -> tuple[str, int]:
     for b in plan.buffers:
         if b.kind == "const" and b.nbytes:
             lines.append(f"  TG_CHECK(cudaMemcpy({b.name}, args[{b.slot}], {b.nbytes}, cudaMemcpyHostToDevice));")
-    for k in plan.kernels:
-        lines += [f"  {k['launch']}", "  TG_CHECK(cudaGetLastError());"]
-    lines += ["  TG_CHECK(cudaDeviceSynchronize());", "done:", "  return rc;", "}", "", "}  // namespace"]
+    lines += launch_lines([k["launch"] for k in plan.kernels])
+    lines += ["done:", "  return rc;", "}", "", "}  // namespace"]
     return PRELUDE + "\n" + "\n".join(lines) + "\n", total

@@ -94,16 +94,23 @@ def render(plan, name="graph"):
             lines.append(f"  {b.ctype} *{b.name} = ({b.ctype} *)args[{b.slot}];")
     for b in work:
         lines.append(f"  TG_CHECK(cudaMalloc((void **)&{b.name}, {max(b.nbytes, 1)}));")
-    for k in plan.kernels:
-        lines.append(f"  {k['launch']}")
-        lines.append("  TG_CHECK(cudaGetLastError());")
-    lines.append("  TG_CHECK(cudaDeviceSynchronize());")
+    lines += launch_lines([k["launch"] for k in plan.kernels])
     lines.append("done:")
     for b in work:
         lines.append(f"  cudaFree({b.name});")
     lines.append("  return rc;")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def launch_lines(launches: Sequence[str]) -> list[str]:
+    """A launcher's body lines for the kernel launches ``launches`` (C statements): each on the
+    default stream and checked as it is queued, then one wait for all of them (a kernel's fault
+    is reported there). TG_CHECK jumps to the launcher's ``done:`` label, which follows."""
+    lines = []
+    for launch in launches:
+        lines += [f"  {launch}", "  TG_CHECK(cudaGetLastError());"]
+    return lines + ["  TG_CHECK(cudaDeviceSynchronize());"]
 
 
 # ----------------------------------------------------------------------------- toolchain

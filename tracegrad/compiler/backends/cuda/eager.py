@@ -22,7 +22,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import PRELUDE, Unsupported, build, build_fixed, load, run_program
+from . import PRELUDE, Unsupported, build, build_fixed, launch_lines, load, run_program
 from .lower import BLOCK, MAX_GRID, index_expr, unravel
 from .rules import RULES
 from ..c.views import View, coalesce
@@ -194,9 +194,7 @@ def copy_source(shape, s_st, d_st, s_dt, d_dt):
         "}",
         'extern "C" int tg_cuda_run(void **args) {',
         "  int rc = 0;",
-        f"  TG_LAUNCH(tg_copy, dim3({grid}), dim3({BLOCK}), ({st} *)args[0], ({dt} *)args[1]);",
-        "  TG_CHECK(cudaGetLastError());",
-        "  TG_CHECK(cudaDeviceSynchronize());",
+        *launch_lines([f"TG_LAUNCH(tg_copy, dim3({grid}), dim3({BLOCK}), ({st} *)args[0], ({dt} *)args[1]);"]),
         "done:",
         "  return rc;",
         "}",
