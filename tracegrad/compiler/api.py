@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import threading
 import warnings
+from typing import TYPE_CHECKING
 
 from ..core import pytree
 from ..core.storage import allocated as _device_allocated
@@ -31,6 +32,9 @@ from .transforms import autodiff, partition
 from .ir import trace
 from .ir.capture import trace_function
 from .program import Program
+
+if TYPE_CHECKING:
+    from .profile import Profile
 
 BACKENDS = ("c", "cuda", "interpreter")
 CACHE_SIZE_LIMIT = 8
@@ -476,7 +480,7 @@ class CompiledFunction:
         self.programs.append(prog)
         return prog
 
-    def profile(self, *args, **kwargs):
+    def profile(self, *args, **kwargs) -> Profile:
         """A per-kernel profile of the call with these arguments (compiler/profile/): each
         kernel's time, FLOPs, bytes and share of this machine's measured peak, the IR nodes it
         computes and its generated C; ``print`` it, read ``.rows`` or ``.save_chrome_trace(path)``.
