@@ -118,3 +118,45 @@ def test_the_sweep_catches_a_composite_with_a_cpu_helper(emulated_placement):
     assert "same device" in found["torch.shifted"]
     ns.shifted = tg.core.placement.on_inputs_device(shifted)  # (the rule composites follow)
     assert _differences("torch", ns, False) == {}
+
+
+def _inputs(dev):
+    tg.manual_seed(0)
+    return types.SimpleNamespace(
+        x=tg.randn(3, 4, device=dev), sq=tg.randn(4, 4, device=dev) + 4 * tg.eye(4, device=dev),
+        v=tg.randn(4, device=dev), idx=tg.tensor([0, 2, 1], device=dev), img=tg.randn(1, 2, 6, 6, device=dev),
+        q=tg.randn(1, 2, 5, 4, device=dev), theta=tg.eye(2, 3, device=dev).unsqueeze(0), dev=dev)
+
+
+F = tg.nn.functional
+# Calls the sweep's argument forms do not reach (an index target, a 1-D diag, a causal mask...)
+# of composites that make helper tensors: each on cuda equals the CPU.
+CALLS = {
+    "diag of a vector": lambda a: tg.diag(a.v),
+    "repeat_interleave by a tensor": lambda a: tg.repeat_interleave(a.x, tg.tensor([1, 2, 0], device=a.dev), dim=0),
+    "Tensor.unfold": lambda a: a.x.unfold(1, 2, 1),
+    "one_hot": lambda a: F.one_hot(a.idx, 4),
+    "multi_margin_loss": lambda a: F.multi_margin_loss(a.x, a.idx),
+    "cross_entropy, label smoothing": lambda a: F.cross_entropy(a.x, a.idx, label_smoothing=0.1),
+    "causal attention": lambda a: F.scaled_dot_product_attention(a.q, a.q, a.q, is_causal=True),
+    "householder_product": lambda a: tg.linalg.householder_product(a.sq, a.v[:3]),
+    "matrix_power 0": lambda a: tg.linalg.matrix_power(a.sq, 0),
+    "lu_unpack": lambda a: tg.lu_unpack(*tg.linalg.lu_factor(a.sq)),
+    "nonzero_static": lambda a: tg.nonzero_static(a.x > 0, size=5),
+    "grid_sample": lambda a: F.grid_sample(a.img, F.affine_grid(a.theta, (1, 2, 4, 4), align_corners=False),
+                                           align_corners=False),
+    "fractional_max_pool2d": lambda a: F.fractional_max_pool2d(a.img, 2, output_size=(3, 3),
+                                                               _random_samples=tg.full((1, 2, 2), 0.5, device=a.dev)),
+    "avg_pool2d without padding counts": lambda a: F.avg_pool2d(a.img, 3, padding=1, count_include_pad=False),
+    "ctc_loss": lambda a: F.ctc_loss(a.q[0, 0].reshape(5, 1, 4).log_softmax(2), tg.tensor([[1, 2]], device=a.dev),
+                                     [5], [2]),
+    "cumprod backward": lambda a: tg.autograd.grad(a.x.requires_grad_().cumprod(1).sum(), a.x)[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_composites_the_sweep_does_not_reach_on_cuda_tensors(emulated_placement, name):
+    want, _ = _to_host(CALLS[name](_inputs(None)))
+    got, devices = _to_host(CALLS[name](_inputs("cuda")))
+    assert devices and all(d == "cuda" for d in devices)
+    assert compat_sweep._same(want, got)

@@ -291,6 +291,7 @@ def _as_diagonal_view(out, x, offset, d1, d2):
 _diagonal = diagonal  # (diag's argument takes PyTorch's name, diagonal)
 
 
+@_on_inputs_device
 def diag(x, diagonal=0):
     """A 1-D ``x`` on the ``diagonal`` of a square matrix (zeros elsewhere); a 2-D ``x``'s
     ``diagonal`` as a vector."""
@@ -346,6 +347,7 @@ def diff(x, n=1, dim=-1):
     return x
 
 
+@_on_inputs_device
 def repeat_interleave(x, repeats=None, dim=None, *, output_size=None):
     """Each element (slice along ``dim``, of the flattened ``x`` without one) ``repeats`` times
     in a row: an int, or a 1-d tensor of per-element counts (its values decide the output's

@@ -20,7 +20,7 @@ import numbers
 
 import numpy as np
 
-from ..core.placement import on_host as _on_host
+from ..core.placement import on_host as _on_host, on_inputs_device as _on_inputs_device
 from ..core import dtypes as _dt
 from . import functional as F
 from .composites import isnan
@@ -130,6 +130,7 @@ def mode(input, dim=-1, keepdim=False):
     return F.values_indices(values, index)
 
 
+@_on_inputs_device
 def nonzero_static(input, *, size, fill_value=-1):
     """The indices of the nonzero elements as ``nonzero`` gives them, but always ``size`` rows:
     the first ``size`` of them, then rows of ``fill_value``. Its shape does not depend on the

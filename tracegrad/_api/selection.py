@@ -40,6 +40,7 @@ aminmax_result = namedtuple("aminmax", ["min", "max"])
 
 
 # ----------------------------------------------------------------------------- windows
+@_on_inputs_device
 def unfold(input, dimension, size, step):
     """All windows of ``size`` elements along ``dimension``, ``step`` apart: that dim becomes
     the window count and a new last dim of ``size`` holds each window (``Tensor.unfold``)."""

@@ -135,6 +135,7 @@ def tensorsolve(A, B, dims=None):
 
 
 @_amp.float32
+@_on_inputs_device
 def householder_product(A, tau):
     """The first ``n`` columns of ``H_1 ... H_k`` (``A`` is m x n, ``tau`` k <= n), ``H_i = I -
     tau_i v_i v_i^T`` with ``v_i`` column i of ``A`` below the diagonal and 1 on it (LAPACK's
@@ -586,6 +587,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
+@_on_inputs_device
 def matrix_power(A, n):
     """``A`` multiplied by itself ``n`` times (the identity for 0; the inverse's power for
     negative ``n``), by repeated squaring."""

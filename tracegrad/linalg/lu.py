@@ -97,6 +97,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False):
     return lu_factor_ex_result(LU, pivots, first_true(F.eq(diagonal, 0)))
 
 
+@_on_inputs_device
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     """``(P, L, U)`` from ``lu_factor``'s compact result: ``P`` (m x m) the permutation,
     ``L`` (m x k) unit lower triangular, ``U`` (k x n) upper triangular, ``A = P L U``. The parts

@@ -606,6 +606,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     return T.where(T.unsqueeze(T.ne(idx, pad), -1), out, frozen)
 
 
+@_on_inputs_device
 def one_hot(tensor, num_classes=-1):
     if tensor.dtype is not _dt.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
@@ -860,6 +861,7 @@ def _pool_counts(h, w, geo, count_include_pad):
 
 # ----------------------------------------------------------------------------- attention
 @_amp.lower_precision
+@_on_inputs_device
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, enable_gqa=False):
     """``softmax(q @ k^T * scale + mask) @ v`` over ``(..., L, E)`` queries and ``(..., S, E)``
@@ -961,6 +963,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return T.squeeze(out, -2)
 
 
+@_on_inputs_device
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """PyTorch's ``F.unfold`` (im2col): ``(N, C, H, W)`` to ``(N, C*kh*kw, L)``, or unbatched
     ``(C, H, W)`` to ``(C*kh*kw, L)``."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.placement import on_host as _on_host
 from ... import amp as _amp
 from ...core import creation, dtypes
 from ..._api import functional as T
@@ -38,6 +39,7 @@ _UNREACHABLE = -1e30
 
 
 @_amp.float32
+@_on_host  # (the lengths and targets are read as numbers on the host)
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
     """CTC loss of ``log_probs`` ``(T, N, C)`` (or unbatched ``(T, C)``) for ``targets``:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.placement import on_inputs_device as _on_inputs_device
 from ...core import creation
 from ...core import dtypes as _dt
 from ..._api import functional as T
@@ -65,6 +66,7 @@ def _selected(values):
     return T.where(any_(nan, -1, keepdim=True), last_nan, first_max)
 
 
+@_on_inputs_device
 def _fractional_max(input, kernel_size, output_size, output_ratio, samples, k, name):
     if input.ndim not in (k + 1, k + 2):
         raise RuntimeError(f"{name}(): Expected {k + 1}D or {k + 2}D tensor, but got {list(input.shape)}")

@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from ...core.placement import on_inputs_device as _on_inputs_device
 from ...core import creation
 from ..._api import functional as T
 from ...ops import index as I
@@ -47,6 +48,7 @@ def _positions(n, align_corners):
     return base if align_corners else base * (n - 1) / n
 
 
+@_on_inputs_device
 def affine_grid(theta, size, align_corners=None):
     """The ``(N, H, W, 2)`` grid ``theta @ (x, y, 1)`` over the pixel centres of ``size``
     ``(N, C, H, W)`` (or ``(N, D, H, W, 3)`` from ``(N, 3, 4)`` maps for a 5-D size)."""
@@ -83,6 +85,7 @@ def _clip(coord, n):
     return T.where(inside, coord, T.clamp(coord, 0, n - 1).detach())
 
 
+@_on_inputs_device
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """``input (N, C, H, W)`` read at ``grid (N, Ho, Wo, 2)``'s normalised ``(x, y)``
     positions: ``(N, C, Ho, Wo)``. Modes ``bilinear`` and ``nearest`` (half to even, as

@@ -194,6 +194,7 @@ def _batched_classes(input, target, name):
 
 
 @_amp.float32
+@_on_inputs_device
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     """``sum over i != y of max(0, margin - x[y] + x[i])^p / C`` per sample (``p`` 1 or 2),
