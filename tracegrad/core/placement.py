@@ -132,12 +132,17 @@ def on_device_of(t, fn, *args):
     then land where the gradients are (autograd/graph.OpNode.apply)."""
     if t._value.__class__ is not DeviceArray:
         return fn(*args)
+    return _with_cuda_default(fn, args, {})
+
+
+def _with_cuda_default(fn, args, kwargs):
+    """``fn(*args, **kwargs)`` with cuda as the default device, the previous one restored."""
     from .device import get_default_device, set_default_device
 
     previous = get_default_device()
     set_default_device(CUDA0)
     try:
-        return fn(*args)
+        return fn(*args, **kwargs)
     finally:
         set_default_device(previous)
 
@@ -158,14 +163,7 @@ def _call_on_inputs_device(fn, args, kwargs):
         return fn(*args, **kwargs)
     if not _has_device_tensor(args, kwargs):
         return fn(*args, **kwargs)
-    from .device import get_default_device, set_default_device
-
-    previous = get_default_device()
-    set_default_device(CUDA0)
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        set_default_device(previous)
+    return _with_cuda_default(fn, args, kwargs)
 
 
 def on_inputs_device(fn):
