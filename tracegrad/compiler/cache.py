@@ -399,13 +399,15 @@ def _entries(d, built):
 
 
 def info():
-    """A dict: directory, number of entries, total bytes of the entries."""
+    """A dict: directory, number of entries (programs), total bytes of the entries and of the
+    runtime objects beside them (what ``clear`` would free)."""
     d = cache_dir()
     total = 0
-    for meta in entries(d):
-        for suffix in (".so", ".json", ".c"):
-            p = meta.with_suffix(suffix)
-            total += p.stat().st_size if p.is_file() else 0
+    for built in (".so", ".o"):
+        for meta in _entries(d, built):
+            for suffix in (built, ".json", ".c"):
+                p = meta.with_suffix(suffix)
+                total += p.stat().st_size if p.is_file() else 0
     return {"directory": str(d), "entries": len(entries(d)), "bytes": total}
 
 

@@ -73,6 +73,8 @@ class _Flags:
 
 
 def contiguous_strides(shape) -> tuple:
+    """Row-major strides in elements of ``shape`` (a dimension of size 0 counts as 1, as NumPy's
+    and PyTorch's do): ``contiguous_strides((2, 3)) == (3, 1)``."""
     strides, acc = [], 1
     for s in reversed(shape):
         strides.append(acc)
@@ -287,5 +289,6 @@ _FUNCTIONS = {np.copyto: _copyto, np.may_share_memory: _may_share_memory, np.sha
 
 
 def allocated() -> list:
-    """[bytes held now, peak] of device memory this process holds through cuda tensors."""
+    """[bytes held now, peak, 1 once dispatch learned of devices] of the device memory this
+    process holds through cuda tensors (the list itself, updated in place)."""
     return _allocated

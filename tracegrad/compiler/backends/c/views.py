@@ -12,13 +12,7 @@ arithmetic instead of a copy; broadcasting an operand to a loop's shape sets str
 """
 from __future__ import annotations
 
-
-def contiguous_strides(shape):
-    strides, acc = [], 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(strides))
+from ....core.storage import contiguous_strides  # (one rule for row-major strides: device arrays use it too)
 
 
 class View:
