@@ -15,10 +15,19 @@ device(type='cpu')
 """
 from __future__ import annotations
 
+import functools
+import inspect
+import types
+
 import numpy as np
 
-from .device import CPU, CUDA0, device as _device, no_device_error
-from .storage import NUMPY_MESSAGE, DeviceArray
+from . import dtypes as _dt, pytree, tracing
+from .device import CPU, CUDA0, device as _device, get_default_device, no_device_error, set_default_device
+from .storage import NUMPY_MESSAGE, DeviceArray, copy_into
+
+# The imports left inside functions reach up: the dispatch registry, the Tensor class, autograd
+# and the CUDA backend all stand above core and import this module (directly or through
+# core/tensor.py), so importing them here would be a cycle.
 
 _state = {"active": False}
 
@@ -63,8 +72,6 @@ def device_of(value) -> "_device":
         return CUDA0
     if value.__class__ is np.ndarray:
         return CPU
-    from . import tracing
-
     tracer = tracing.current_tracer()
     return CPU if tracer is None else tracer.device
 
@@ -105,8 +112,6 @@ def ufunc(uf, method, inputs, kwargs):
     """NumPy ufuncs reaching a DeviceArray (the autograd engine accumulates gradients with
     ``np.add(a, b, out=a)``): the op on the device, written into ``out`` there."""
     from ..ops.registry import REGISTRY
-    from . import dtypes as _dt
-    from .storage import copy_into
     from .tensor import Tensor
 
     name = _UFUNC_OPS.get(uf)
@@ -137,8 +142,6 @@ def on_device_of(t, fn, *args):
 
 def _with_cuda_default(fn, args, kwargs):
     """``fn(*args, **kwargs)`` with cuda as the default device, the previous one restored."""
-    from .device import get_default_device, set_default_device
-
     previous = get_default_device()
     set_default_device(CUDA0)
     try:
@@ -183,8 +186,6 @@ def on_inputs_device(fn):
 def _call_on_host(fn, args, kwargs):
     if not _state["active"] or not _has_device_tensor(args, kwargs):
         return fn(*args, **kwargs)
-    from . import pytree
-
     def host(x):
         return move(x, CPU) if getattr(x, "_value", None).__class__ is DeviceArray else x
 
@@ -207,9 +208,6 @@ def _wrapped(fn, call):
     """``fn`` behind ``call(fn, args, kwargs)``, built over ``fn``'s own module globals so that
     doctest still finds ``fn``'s examples in its module (doctest skips functions whose globals
     are another module's)."""
-    import functools
-    import types
-
     def wrapper(*args, **kwargs):
         return call(fn, args, kwargs)
 
@@ -226,11 +224,10 @@ def move(t, dev):
     value = t._value
     if device_of(value) is dev:
         return t
-    from . import tracing as trace
     from .tensor import Tensor
 
-    if trace.current_tracer() is not None or not isinstance(value, (np.ndarray, DeviceArray)):
-        trace.graph_break(f"moving a tensor to {dev} inside a compiled function")
+    if tracing.current_tracer() is not None or not isinstance(value, (np.ndarray, DeviceArray)):
+        tracing.graph_break(f"moving a tensor to {dev} inside a compiled function")
         raise RuntimeError(f"moving a traced tensor to {dev}")
     moved = DeviceArray.from_host(value) if dev is CUDA0 else value.to_host()
     out = Tensor._make(moved, t._dtype)
@@ -293,9 +290,6 @@ def layer_init(cls) -> None:
     """Make ``cls.__init__`` (an nn layer's, with a ``device`` parameter) honour ``device=``: the
     layer is built on the host as before, then moved there with ``Module.to``, so every layer
     gets the rule from this one place. Called by ``Module.__init_subclass__``."""
-    import functools
-    import inspect
-
     init = cls.__dict__.get("__init__")
     if init is None:
         return
