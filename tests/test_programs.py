@@ -87,7 +87,11 @@ def run_with_torch_data(source, name):
     saved_init = {n: getattr(init, n) for n in ("kaiming_uniform_", "uniform_", "normal_")}
 
     def from_torch(fn):
-        return lambda *a, **k: tg.tensor(fn(*a, **{kk: v for kk, v in k.items() if kk != "requires_grad"}).numpy())
+        def draw(*a, **k):  # (drawn by torch on the CPU, placed where the program asked)
+            k = {kk: v for kk, v in k.items() if kk != "requires_grad"}
+            device = k.pop("device", None)
+            return tg.tensor(fn(*a, **k).numpy(), device=device)
+        return draw
 
     def init_from_torch(fn):
         def draw(tensor, *a, **k):
@@ -100,7 +104,7 @@ def run_with_torch_data(source, name):
 
     try:
         tg.randn, tg.rand, tg.randint = from_torch(torch.randn), from_torch(torch.rand), from_torch(torch.randint)
-        tg.randn_like = lambda t, **k: tg.tensor(torch.randn(tuple(t.shape)).numpy())
+        tg.randn_like = lambda t, **k: tg.tensor(torch.randn(tuple(t.shape)).numpy(), device=t.device)
         tg.manual_seed = torch.manual_seed
         init.kaiming_uniform_ = init_from_torch(torch.nn.init.kaiming_uniform_)
         init.uniform_ = init_from_torch(torch.nn.init.uniform_)

@@ -66,7 +66,7 @@ step = torch.compile(train_step)
 model.train()
 losses = []
 for epoch in range(1, 7):
-    loss = step(images, torch.randn(len(images), 8))
+    loss = step(images, torch.randn(len(images), 8, device=device))
     losses.append(loss.item() / len(images))
     print(f"====> Epoch: {epoch} Average loss: {loss.item() / len(images):.4f}")
 
