@@ -174,6 +174,8 @@ def signature_differences(overloads, ours):
         params = list(inspect.signature(ours).parameters.values())
     except (TypeError, ValueError):
         return None
+    if params and params[0].name == "self":
+        params = params[1:]  # (a method read from the class: PyTorch's overloads above have no self)
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         return None  # (takes anything positionally: the calls below check it)
     takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in params)
