@@ -10,10 +10,13 @@ Phases, each in child processes with its own timeout cut to what is left of ``--
 - ``device``: nvidia-smi's view of the GPU, ``torch.cuda.get_device_name``,
   ``tg.cuda.get_device_name``, and the versions of nvcc and compute-sanitizer;
 - ``tests``: ``tests/test_cuda*.py`` and ``tests/test_export_cuda.py`` with
-  TRACEGRAD_CUDA_EMULATE unset (their fixtures set it again for the tests that emulate, so what
-  they add on a GPU is the nvcc builds and the GPU-only branches; ``parity`` runs the device);
+  TRACEGRAD_CUDA_EMULATE unset: where a GPU is present the fixtures of test_cuda.py,
+  test_cuda_ops.py and test_cuda_tensors.py (tests/cuda_mode.py) run their programs and cuda
+  tensors on it (only the test of the emulation itself, and test_export_cuda.py's builds,
+  still emulate);
 - ``parity``: programs of tests/test_cuda.py (elementwise chain, reductions, products) and the
-  tiny training step compiled for cuda tensors on the device, against the interpreter on the CPU;
+  tiny training step compiled for cuda tensors on the device, against the interpreter on the CPU
+  (a quick subset of the above, kept so that a cut-off ``tests`` phase still leaves results);
 - ``sanitizer``: ``compute-sanitizer --tool memcheck`` on a compiled tiny training step on cuda
   tensors, and ``--tool racecheck`` on a compiled row reduction (the shared-memory and
   warp-shuffle kernel); the programs are built once beforehand so the tool sees only launches;
@@ -99,8 +102,8 @@ def child_sanitize_reduce(rows, cols):
 
 def child_parity():
     """tests/test_cuda.py's programs and the tiny step compiled on the device (cuda tensors)
-    against the interpreter on the CPU: the device's own results, which the emulating tests
-    cannot show."""
+    against the interpreter on the CPU: the device's own results, in seconds (the ``tests``
+    phase runs the same and more on the device, but may not fit its time)."""
     import numpy as np
 
     tg = _tg_cuda()

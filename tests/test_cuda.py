@@ -1,5 +1,6 @@
-"""The CUDA backend (backends/cuda, issue 23): its generated ``.cu`` runs on the CPU through the
-emulation header (TRACEGRAD_CUDA_EMULATE=1) and must equal the interpreter; the same source
+"""The CUDA backend (backends/cuda, issue 23): its generated ``.cu`` runs on this machine's GPU, or
+where there is none on the CPU through the emulation header (TRACEGRAD_CUDA_EMULATE=1:
+tests/cuda_mode.py), and must equal the interpreter; the same source
 compiles with nvcc for sm_90 when nvcc is here; an op without a CUDA rule falls back to the
 interpreter with a warning naming it."""
 from __future__ import annotations
@@ -15,12 +16,20 @@ import pytest
 
 import tracegrad as tg
 import tracegrad.nn as nn
+from cuda_mode import build_mode, use_device_or_emulation
 from tracegrad.compiler.api import CompileError
 from tracegrad.compiler.backends import cuda
 
 
 @pytest.fixture
-def emulate(monkeypatch):
+def on_cuda(monkeypatch):
+    """The GPU where there is one, else the emulation."""
+    use_device_or_emulation(monkeypatch)
+
+
+@pytest.fixture
+def emulation(monkeypatch):
+    """The emulation, GPU or not (a test of the emulation itself)."""
     monkeypatch.setenv(cuda.EMULATE_ENV, "1")
 
 
@@ -43,7 +52,7 @@ def _check(fn, *args, rtol=1e-5, atol=1e-6):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
     exe = fc.programs[0].executable
-    assert isinstance(exe, cuda.CudaExecutable) and exe.mode == "emulate"
+    assert isinstance(exe, cuda.CudaExecutable) and exe.mode == build_mode()
     return fc
 
 
@@ -62,12 +71,12 @@ def products(a, b, c):
     return a @ b, a.T @ c, tg.matmul(a.unsqueeze(0).expand(3, 5, 7), b), (a @ b).relu().sum(1)
 
 
-def test_elementwise_chains(emulate):
+def test_elementwise_chains(on_cuda):
     tg.manual_seed(0)
     _check(chain, tg.randn(5, 7), tg.randn(5, 7))
 
 
-def test_reductions_row_full_and_strided(emulate):
+def test_reductions_row_full_and_strided(on_cuda):
     tg.manual_seed(1)
     # rows of 300: more than a block's 256 threads, so every thread sums several elements;
     # over dim 0, rows of 4: a thread a row
@@ -76,13 +85,13 @@ def test_reductions_row_full_and_strided(emulate):
     _check(reductions, x, k, rtol=1e-12, atol=1e-12)
 
 
-def test_reductions_of_float32_and_nan(emulate):
+def test_reductions_of_float32_and_nan(on_cuda):
     x = tg.randn(3, 40)
     x[1, 7] = float("nan")
     _check(lambda x: (x.amax(1), x.amin(0), x.sum(1)), x)
 
 
-def test_matrix_products(emulate):
+def test_matrix_products(on_cuda):
     tg.manual_seed(2)
     _check(products, tg.randn(5, 7), tg.randn(7, 20), tg.randn(5, 3), rtol=1e-5, atol=1e-5)
 
@@ -92,7 +101,7 @@ def _mlp():
     return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4))
 
 
-def test_mlp_training_step_with_sgd_equals_the_interpreter(emulate):
+def test_mlp_training_step_with_sgd_equals_the_interpreter(on_cuda):
     """Forward, backward and the SGD update in one program; parameters after 3 steps."""
     models = [_mlp(), None]
     models[1] = copy.deepcopy(models[0])
@@ -120,7 +129,7 @@ def test_mlp_training_step_with_sgd_equals_the_interpreter(emulate):
     assert isinstance(exe, cuda.CudaExecutable) and "tg_k" in exe.source
 
 
-def test_unsupported_op_falls_back_with_a_warning_naming_it(emulate):
+def test_unsupported_op_falls_back_with_a_warning_naming_it(on_cuda):
     x = tg.randn(4, 5)
     f = lambda x: x.cumsum(1) * 2
     with pytest.warns(RuntimeWarning, match="backend='cuda' cannot compile .*'cumsum'"):
@@ -130,7 +139,7 @@ def test_unsupported_op_falls_back_with_a_warning_naming_it(emulate):
         tg.compile(f, backend="cuda", fullgraph=True)(x)
 
 
-def test_builds_are_cached(emulate):
+def test_builds_are_cached(on_cuda):
     x = tg.randn(3, 4)
     first = tg.compile(lambda x: (x * 5).sum(0), backend="cuda")
     first(x)
@@ -148,7 +157,7 @@ def test_without_gpu_or_emulation_the_error_names_both_ways_out(monkeypatch):
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-def test_generated_source_compiles_with_nvcc_for_sm_90(emulate, tmp_path):
+def test_generated_source_compiles_with_nvcc_for_sm_90(on_cuda, tmp_path):
     """The same source nvcc builds for a Hopper GPU (compiled only: no GPU is needed). Two
     programs, ~2 s each: the training step (elementwise groups, reductions, tiled products,
     views) and the reductions of every kind and dtype."""
@@ -176,7 +185,7 @@ def test_generated_source_compiles_with_nvcc_for_sm_90(emulate, tmp_path):
         assert out.returncode == 0, out.stderr[-3000:]
 
 
-def test_the_emulation_catches_a_missing_syncthreads(emulate):
+def test_the_emulation_catches_a_missing_syncthreads(emulation):
     """Threads of a block are host threads, so a barrier removed from the generated reduction
     is a real race: the sums come out wrong (5 runs in 5 when this was written; asked here of
     at least one run in 5), while the intact source is right every time."""
@@ -192,3 +201,75 @@ def test_the_emulation_catches_a_missing_syncthreads(emulate):
     want = x.numpy().sum(1)
     assert all(np.allclose(exe([x.numpy()])[0], want, rtol=1e-12) for _ in range(5))
     assert not all(np.allclose(racy([x.numpy()])[0], want, rtol=1e-12) for _ in range(5))
+
+
+def _workloads():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import workloads
+
+    return workloads
+
+
+def _small_transformer(backend):
+    """benchmarks/workloads.py's transformer step (LayerNorm, attention with a causal mask,
+    GELU, AdamW), small enough for the emulation."""
+    W = _workloads()
+    tg.manual_seed(0)
+    model = W.transformer_block(tg, n_embd=16, n_head=2, block_size=8)
+    opt = tg.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = tg.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = tg.compile(step, backend=backend)
+    step.params = list(model.parameters())
+    return step, tuple(tg.from_numpy(a) for a in W.transformer_data(2, 8, 16))
+
+
+@pytest.mark.parametrize("name", ["tiny", "transformer", "gpt"])
+def test_training_steps_compile_to_cuda_whole_and_equal_the_interpreter(on_cuda, name):
+    """The benchmark steps (cross entropy's gather and its scatter_add gradient, a slice's
+    unslice gradient, an embedding's index and index_add, the index checks) lower whole: one
+    CUDA program, no fallback warning; losses and parameters after 2 steps as the interpreter's."""
+    W = _workloads()
+    make = {"tiny": lambda b: W.make_tiny(b, batch=8), "transformer": _small_transformer,
+            "gpt": lambda b: W.make_gpt(b, vocab=32, n_embd=16, n_head=2, n_layer=1, block_size=8,
+                                        batch=2)}[name]
+    runs = []
+    for backend in ("cuda", "interpreter"):
+        step, args = make(backend)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a fallback warns
+            losses = [float(step(*args)) for _ in range(2)]
+        runs.append((losses, [p.detach().numpy() for p in step.params], step))
+    (got, got_p, step), (want, want_p, _) = runs
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    # Adam normalizes each gradient, so a float32 rounding difference in a gradient near zero
+    # (another summation order) moves its parameter by up to lr (1e-3) a step: 6.9e-5 measured
+    atol = 1e-5 if name == "tiny" else 2e-4
+    for p, q in zip(got_p, want_p):
+        np.testing.assert_allclose(p, q, rtol=1e-4, atol=atol)
+    assert all(isinstance(p.executable, cuda.CudaExecutable) for p in step.programs)
+
+
+def test_an_index_out_of_range_raises_pytorchs_error(on_cuda):
+    """Indices are checked on the device: out of range, nothing is read through them and the
+    call raises the interpreter's (PyTorch's) error, as the C backend does."""
+    x = tg.randn(3, 4)
+    fc = tg.compile(lambda x, i: x.gather(1, i) * 2, backend="cuda", fullgraph=True)
+    ok = tg.tensor([[0], [3], [1]])
+    np.testing.assert_allclose(fc(x, ok).numpy(), (x.gather(1, ok) * 2).numpy())
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        fc(x, tg.tensor([[0], [4], [1]]))
+    emb = tg.compile(lambda w, i: w[i].sum(), backend="cuda", fullgraph=True)
+    w = tg.randn(5, 3)
+    np.testing.assert_allclose(emb(w, tg.tensor([4, -5])).item(), w[tg.tensor([4, -5])].sum().item(), rtol=1e-6)
+    with pytest.raises(IndexError, match="out of bounds"):
+        emb(w, tg.tensor([1, 5]))

@@ -1,5 +1,6 @@
 """Registry-driven: every op sample (tracegrad/ops/samples.py) the CUDA backend lowers runs through
-it under the emulation (TRACEGRAD_CUDA_EMULATE=1) and equals the interpreter, in float64 and
+it on this machine's GPU, or where there is none under the emulation (TRACEGRAD_CUDA_EMULATE=1:
+tests/cuda_mode.py), and equals the interpreter, in float64 and
 float32. The cases of a dtype are one program (each case its own inputs and output), so the
 generated CUDA is compiled once per dtype rather than once per case: about 100 cases of 70
 ops. A case whose op has no CUDA rule is left out by name (``Unsupported``); any other error
@@ -12,6 +13,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from cuda_mode import build_mode, use_device_or_emulation
 from tracegrad.compiler.backends import cuda
 from tracegrad.compiler.backends import interpreter
 from tracegrad.compiler.backends.cuda.lower import lower
@@ -51,7 +53,7 @@ def lowered_cases(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
 def test_every_lowered_registry_sample_equals_the_interpreter(monkeypatch, dtype):
-    monkeypatch.setenv(cuda.EMULATE_ENV, "1")
+    use_device_or_emulation(monkeypatch)
     cases = lowered_cases(dtype)
     assert CORE <= {name for name, *_ in cases}, CORE - {name for name, *_ in cases}
     g = Graph(name=f"registry_samples_{np.dtype(dtype).name}")
@@ -60,7 +62,7 @@ def test_every_lowered_registry_sample_equals_the_interpreter(monkeypatch, dtype
         g.outputs.append(_add_case(g, REGISTRY[name], arrays, attrs, f"c{n}"))
         inputs.extend(arrays)
     exe = cuda.build(g)
-    assert exe.mode == "emulate"
+    assert exe.mode == build_mode()
     got = exe(inputs)
     want = interpreter.build(g)(inputs)
     tol = dict(rtol=1e-10, atol=1e-10) if dtype == np.float64 else dict(rtol=2e-5, atol=2e-5)
@@ -96,7 +98,7 @@ def test_every_registry_sample_runs_eagerly_on_cuda_tensors(monkeypatch):
     import tracegrad as tg
     from tracegrad.compiler.backends.cuda.rules import RULES
 
-    monkeypatch.setenv(cuda.EMULATE_ENV, "1")
+    use_device_or_emulation(monkeypatch)
     lowered = {(name, k) for name, k, _, _ in lowered_cases(np.float64)}
     ran = 0
     for name in sorted(REGISTRY):

@@ -84,6 +84,10 @@ class CudaTarget(CTarget):
             raise CompileError(f"tg.export(backend='cuda'): the CUDA backend cannot compile {name}: {e}; an "
                                "exported library has no interpreter to fall back to (backend='c' exports "
                                "every op the C backend lowers)") from None
+        if plan.fail is not None:  # (the library's ABI has no return code for it yet)
+            raise CompileError(f"tg.export(backend='cuda'): {name} reads indices (gather, scatter), whose "
+                               "out-of-range check the exported CUDA library does not report yet; "
+                               "backend='c' exports it")
         plan.graph = graph  # (the constants, in slot order: library.render_library reads them there)
         source, workspace = render_launcher(plan, name)
         return plan, source, workspace

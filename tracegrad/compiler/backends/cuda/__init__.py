@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from . import kernels  # (imported for its registrations: rules.RULES)
+from . import indexing, kernels  # (imported for their registrations: rules.RULES)
 from .lower import lower
 from .rules import RULES, Unsupported
 
@@ -42,8 +42,13 @@ CODEGEN_VERSION = 2  # 2: the launcher takes device pointers
 EMULATE_ENV = "TRACEGRAD_CUDA_EMULATE"
 # what the generated source depends on, the C renderer's view and expression rules included
 # (rules.py reuses them), so that a change to any of them is a new cache key
-_SOURCES = ("__init__.py", "lower.py", "kernels.py", "rules.py", "../rules.py",
-            "templates/tg_cuda_emulate.h", "../c/lower.py", "../c/views.py", "../c/text.py")
+_SOURCES = ("__init__.py", "lower.py", "kernels.py", "indexing.py", "rules.py", "../rules.py",
+            "templates/tg_cuda_emulate.h", "../c/lower.py", "../c/views.py", "../c/text.py",
+            "../c/kernels.py")
+
+
+class IndexFailed(IndexError):
+    """A kernel of a CUDA program read an index out of range (nothing was read through it)."""
 
 
 class NoCuda(RuntimeError):
@@ -69,6 +74,8 @@ PRELUDE = """\
 #include <cuda_runtime.h>
 #define TG_LAUNCH(kernel, grid, block, ...) kernel<<<grid, block>>>(__VA_ARGS__)
 #endif
+/* an index out of range (a kernel set the program's failure flag): not a CUDA error code */
+#define TG_FAIL_INDEX (-1)
 /* every CUDA call's error ends the call (after the buffers are freed) */
 #define TG_CHECK(call) do { cudaError_t tg_e = (call); if (tg_e != cudaSuccess) { rc = (int)tg_e; goto done; } } while (0)
 """
@@ -86,15 +93,21 @@ def render(plan, name="graph"):
         lines.append(k["source"])
     lines.append('extern "C" int tg_cuda_run(void **args) {')
     lines.append("  int rc = 0;")
-    work = [b for b in plan.buffers if b.kind == "work"]
+    work = [b for b in plan.buffers if b.kind in ("work", "flag")]
     for b in plan.buffers:  # (all declared before the first goto of TG_CHECK)
-        if b.kind == "work":
+        if b.kind in ("work", "flag"):
             lines.append(f"  {b.ctype} *{b.name} = 0;")
         else:
             lines.append(f"  {b.ctype} *{b.name} = ({b.ctype} *)args[{b.slot}];")
     for b in work:
         lines.append(f"  TG_CHECK(cudaMalloc((void **)&{b.name}, {max(b.nbytes, 1)}));")
+    if plan.fail is not None:
+        lines.append(f"  TG_CHECK(cudaMemset({plan.fail.name}, 0, {plan.fail.nbytes}));")
     lines += launch_lines([k["launch"] for k in plan.kernels])
+    if plan.fail is not None:  # (after the synchronize: every kernel has run)
+        lines += ["  {", "    int32_t failed = 0;",
+                  f"    TG_CHECK(cudaMemcpy(&failed, {plan.fail.name}, 4, cudaMemcpyDeviceToHost));",
+                  "    if (failed) rc = TG_FAIL_INDEX;", "  }"]
     lines.append("done:")
     for b in work:
         lines.append(f"  cudaFree({b.name});")
@@ -303,8 +316,20 @@ class CudaExecutable:
             self._device_consts = [DeviceArray.from_host(c) for c in self._consts]
         outs = [DeviceArray.empty(shape, dt) for shape, dt in self._outs]
         with self._lock:
-            run_program(self._lib, args + self._device_consts + outs, self.graph.name)
+            try:
+                run_program(self._lib, args + self._device_consts + outs, self.graph.name)
+            except IndexFailed:
+                self._raise(inputs)
         return outs if on_device else [o.to_host() for o in outs]
+
+    def _raise(self, inputs):
+        """PyTorch's error for an index out of range: the interpreter's, on host copies of
+        the inputs (the C backend's way)."""
+        from ....core.storage import DeviceArray
+        from ..interpreter import run_graph
+
+        run_graph(self.graph, [a.to_host() if a.__class__ is DeviceArray else a for a in inputs])
+        raise IndexError("index out of bounds in a compiled CUDA program")
 
 
 def _device_input(a, dtype):
@@ -328,6 +353,8 @@ def run_program(lib: Any, arrays: Sequence, name: str) -> None:
         if a.size:
             ptrs[k] = ffi.cast("void *", a.ptr)
     rc = lib.tg_cuda_run(ptrs)
+    if rc == -1:  # TG_FAIL_INDEX
+        raise IndexFailed(f"an index out of range in the CUDA program {name}")
     if rc:
         raise RuntimeError(f"the CUDA program {name} failed with CUDA error {rc}")
 

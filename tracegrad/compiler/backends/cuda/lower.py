@@ -56,6 +56,7 @@ class Plan:
         self.out_specs = []  # (shape, numpy dtype) per output slot
         self.n_inputs = 0
         self.consts = []
+        self.fail = None  # the index-failure flag's Buffer, when a kernel checks indices
 
 
 def is_view(op):
@@ -125,7 +126,7 @@ class Lowerer:
     # ------------------------------------------------------------------ buffers
     def _buffer(self, dtype, count, kind, slot=None):
         self._count += 1
-        prefix = {"input": "in", "const": "k", "output": "out", "work": "w"}[kind]
+        prefix = {"input": "in", "const": "k", "output": "out", "work": "w", "flag": "fail"}[kind]
         b = Buffer(f"{prefix}{self._count}", dtype.c_type, int(count), dtype.itemsize, kind, slot)
         self.plan.buffers.append(b)
         return b
@@ -141,6 +142,16 @@ class Lowerer:
     def work_view(self, shape, dtype):
         b = self._buffer(dtype, int(np.prod(shape, dtype=np.int64)), "work")
         return View(b.name, 0, shape, contiguous_strides(shape))
+
+    def fail_flag(self):
+        """The name of the program's index-failure flag (one int of device memory, zero at the
+        start of a call): a kernel that finds an index out of range sets it to 1 and skips that
+        element; the launcher then returns TG_FAIL_INDEX (``render``)."""
+        if self.plan.fail is None:
+            from ....core.dtypes import int32
+
+            self.plan.fail = self._buffer(int32, 1, "flag")
+        return self.plan.fail.name
 
     def output_view(self, v):
         dst = self._alloc(v)
