@@ -18,7 +18,7 @@ import numpy as np
 from ..core import dtypes
 from .._api.tensor import Tensor  # (the public class: a Parameter has Tensor's methods)
 from ..core.tensor import VersionCounter
-from ..core.device import check_device as _check_device
+from ..core.device import CPU as _CPU, check_device as _check_device
 
 
 class Parameter(Tensor):
@@ -88,6 +88,12 @@ class UninitializedTensorMixin:
             "are using a `LazyModule` or explicitly manipulating `tracegrad.nn.parameter."
             f"{type(self).__name__}` objects. When using LazyModules Call `forward` with a dummy batch to "
             "initialize the parameters before calling tracegrad functions")
+
+    @property
+    def device(self):
+        """The CPU: a lazy tensor has no data yet, and its ``device=`` could only be the CPU
+        (an optimizer built before materialization asks, as PyTorch's may)."""
+        return _CPU
 
     @property
     def shape(self):
