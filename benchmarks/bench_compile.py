@@ -29,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
 TG_CHILD = r"""
 import json, resource, sys, time
 import numpy as np
@@ -65,24 +67,9 @@ from tracegrad.compiler.backends.c import CExecutable
 CExecutable.run_into = timed("native", CExecutable.run_into)  # the program's own run
 CExecutable.__call__ = timed("native", CExecutable.__call__)
 depth, width, batch = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-tg.manual_seed(0)
-layers = []
-for _ in range(depth):
-    layers += [tg.nn.Linear(width, width), tg.nn.ReLU()]
-model = tg.nn.Sequential(*layers)
-opt = tg.optim.SGD(model.parameters(), lr=0.01)
-rng = np.random.default_rng(0)
-x = tg.from_numpy(rng.standard_normal((batch, width)).astype(np.float32))
-y = tg.from_numpy(rng.integers(0, width, size=batch).astype(np.int64))
-
-def step(x, y):
-    opt.zero_grad()
-    loss = F.cross_entropy(model(x), y)
-    loss.backward()
-    opt.step()
-    return loss
-
-f = tg.compile(step, backend="c")
+sys.path.insert(0, sys.argv[4])  # (benchmarks/: the step is workloads.make_deep_mlp)
+from workloads import make_deep_mlp
+f, (x, y) = make_deep_mlp("c", depth, width, batch)
 r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
 cpu0, start = time.process_time(), time.perf_counter()
 f(x, y)
@@ -144,12 +131,12 @@ def tracegrad_runs(depth, width, batch, repeats, warm_repeats):
     for _ in range(repeats):
         with tempfile.TemporaryDirectory(prefix="tg-bench-compile-") as d:
             env = dict(os.environ, TRACEGRAD_CACHE_DIR=d)
-            colds.append(_child(TG_CHILD, (depth, width, batch), env))
-            warms += [_child(TG_CHILD, (depth, width, batch), env) for _ in range(warm_repeats)]
+            colds.append(_child(TG_CHILD, (depth, width, batch, HERE), env))
+            warms += [_child(TG_CHILD, (depth, width, batch, HERE), env) for _ in range(warm_repeats)]
         with tempfile.TemporaryDirectory(prefix="tg-bench-compile-") as d:
             env = dict(os.environ, TRACEGRAD_CACHE_DIR=d)
-            _child(TG_CHILD, (1, width // 2, batch), env)
-            news.append(_child(TG_CHILD, (depth, width, batch), env))
+            _child(TG_CHILD, (1, width // 2, batch, HERE), env)
+            news.append(_child(TG_CHILD, (depth, width, batch, HERE), env))
     best = lambda runs: min(runs, key=lambda r: r["first"])
     return best(colds), best(news), best(warms)
 

@@ -32,33 +32,6 @@ sys.path.insert(0, str(HERE.parent))
 LEVELS = {"O1": ("-O1",), "O2": ("-O2",), "O2dyn": ("-O2", "-fvect-cost-model=dynamic"), "O3": ("-O3",)}
 
 
-def make_mlp(depth=32, width=256, batch=64):
-    """bench_compile.py's MLP step: ``depth`` x (Linear(width, width), ReLU), cross entropy, SGD."""
-    import numpy as np
-
-    import tracegrad as tg
-    import tracegrad.nn.functional as F
-
-    tg.manual_seed(0)
-    layers = []
-    for _ in range(depth):
-        layers += [tg.nn.Linear(width, width), tg.nn.ReLU()]
-    model = tg.nn.Sequential(*layers)
-    opt = tg.optim.SGD(model.parameters(), lr=0.01)
-    rng = np.random.default_rng(0)
-    x = tg.from_numpy(rng.standard_normal((batch, width)).astype(np.float32))
-    y = tg.from_numpy(rng.integers(0, width, size=batch).astype(np.int64))
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return tg.compile(step, backend="c"), (x, y)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--workloads", default="tiny,chain,medium,cnn,lenet5,transformer,mlp32")
@@ -92,7 +65,7 @@ def main():
             cc["time"] += cpu_of_children() - start
 
     toolchain.toolchain, toolchain.compile_shared = with_level, timed_compile
-    makers = dict(workloads.WORKLOADS, mlp32=make_mlp)
+    makers = dict(workloads.WORKLOADS, mlp32=workloads.make_deep_mlp)
     first = levels[0]
     print(f"{'workload':<12} {'level':<5} {'cc cpu s':>8} {'vs ' + first:>7} {'step ms':>9} {'vs ' + first:>7}")
     for name in args.workloads.split(","):

@@ -52,6 +52,18 @@ def make_tiny(backend="c", batch=32, options=None):
             _data(batch, 64, 10))
 
 
+def make_deep_mlp(backend="c", depth=32, width=256, batch=64):
+    """The compile-time sweep's step (bench_compile.py, bench_opt_level.py): ``depth`` x
+    (Linear(width, width), ReLU), cross entropy, SGD."""
+    tg.manual_seed(0)
+    layers = []
+    for _ in range(depth):
+        layers += [tg.nn.Linear(width, width), tg.nn.ReLU()]
+    model = tg.nn.Sequential(*layers)
+    return (_classifier_step(model, tg.optim.SGD(model.parameters(), lr=0.01), backend),
+            _data(batch, width, width))
+
+
 def make_medium(backend="c", batch=256):
     model = _mlp([784, 1024, 1024, 10], tg.nn.ReLU)
     return (_classifier_step(model, tg.optim.Adam(model.parameters(), lr=1e-3), backend),
